@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * srnic: a software RoCEv2 RNIC.
+ *
+ * Core object definitions shared by the module's files. Every srnic
+ * object embeds its ib_core object first and has a to_srnic_*() converter.
+ */
+#ifndef SRNIC_H
+#define SRNIC_H
+
+#include <linux/device.h>
+#include <linux/idr.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <rdma/ib_verbs.h>
+
+#include "uapi/rdma/srnic-abi.h"
+
+#define SRNIC_DRIVER_NAME "srnic"
+#define SRNIC_PORT 1		/* srnic devices have exactly one port */
+
+/* Limits reported by query_device/query_port for what is implemented. */
+#define SRNIC_MAX_PD BIT(16)
+#define SRNIC_MAX_UCONTEXT 1024
+#define SRNIC_GID_TABLE_LEN 128
+#define SRNIC_PKEY_TABLE_LEN 1
+#define SRNIC_DEFAULT_PKEY 0xffff
+#define SRNIC_MAX_INLINE_DATA 0	/* no send queue yet */
+
+/**
+ * struct srnic_port - the device's single RoCEv2 port
+ * @state: IB_PORT_ACTIVE or IB_PORT_DOWN, following the netdev's
+ *	   admin state and carrier
+ * @active_mtu: path MTU the netdev's MTU leaves room for
+ *
+ * Written from the netdev notifier (under RTNL) and read by query_port,
+ * hence the READ_ONCE/WRITE_ONCE accessors.
+ */
+struct srnic_port {
+	enum ib_port_state state;
+	enum ib_mtu active_mtu;
+};
+
+/**
+ * struct srnic_dev - one srnic RDMA device, bound to one netdev
+ * @ibdev: the ib_core device; freed by ib_core after dealloc_driver
+ * @ndev: the netdev this device sends and receives on (reference held
+ *	  from creation to dealloc_driver)
+ * @ndev_tracker: reference tracker for @ndev
+ * @parent: the device's sysfs parent, /sys/devices/srnic/link<N>, whose
+ *	    net/ directory links to @ndev so tools find the netdev
+ * @parent_net_dir: the net/ directory under @parent
+ * @parent_net_link: name of the link to @ndev in @parent_net_dir
+ * @list: entry in srnic_devices
+ * @port: port state
+ * @pd_ids: allocator of protection domain numbers
+ * @link_index: number in the parent's name
+ */
+struct srnic_dev {
+	struct ib_device ibdev;
+	struct net_device *ndev;
+	netdevice_tracker ndev_tracker;
+	struct device *parent;
+	struct kobject *parent_net_dir;
+	char parent_net_link[IFNAMSIZ];
+	struct list_head list;
+	struct srnic_port port;
+	struct ida pd_ids;
+	int link_index;
+};
+
+struct srnic_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct srnic_pd {
+	struct ib_pd ibpd;
+	u32 pdn;
+};
+
+static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct srnic_dev, ibdev);
+}
+
+static inline struct srnic_ucontext *to_srnic_ucontext(struct ib_ucontext *uc)
+{
+	return container_of(uc, struct srnic_ucontext, ibuc);
+}
+
+static inline struct srnic_pd *to_srnic_pd(struct ib_pd *pd)
+{
+	return container_of(pd, struct srnic_pd, ibpd);
+}
+
+/* srnic_main.c: the device list and device creation/teardown */
+struct srnic_dev *srnic_dev_find_by_netdev(struct net_device *ndev);
+void srnic_dev_netdev_renamed(struct srnic_dev *sdev);
+void srnic_dev_dealloc(struct ib_device *ibdev);
+
+/* srnic_netdev.c: port state that follows the netdev */
+int srnic_netdev_notifier_register(void);
+void srnic_netdev_notifier_unregister(void);
+void srnic_port_init(struct srnic_dev *sdev);
+void srnic_port_update_state(struct srnic_dev *sdev);
+void srnic_port_update_mtu(struct srnic_dev *sdev);
+
+/* srnic_verbs.c: the ib_device_ops table */
+extern const struct ib_device_ops srnic_dev_ops;
+
+#endif /* SRNIC_H */

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: module entry, the "srnic" rdma link type, and the life cycle of
+ * srnic devices.
+ *
+ * A device is created by `rdma link add NAME type srnic netdev DEV` and
+ * destroyed by `rdma link delete NAME`, by the netdev going away (or
+ * leaving its network namespace), or by module unload. ib_core owns the
+ * memory of struct srnic_dev; srnic_dev_dealloc() releases what srnic
+ * added to it.
+ */
+
+#include <linux/if_arp.h>
+#include <linux/module.h>
+#include <linux/rtnetlink.h>
+#include <net/addrconf.h>
+#include <rdma/rdma_netlink.h>
+
+#include "srnic.h"
+
+/*
+ * All srnic devices, from registration until srnic_dev_dealloc(). The list
+ * is protected by RTNL: the netdev notifier, which reads it, runs under
+ * RTNL, and ib_register_device() takes RTNL itself, so no srnic lock may be
+ * held around RTNL in the other order.
+ */
+static LIST_HEAD(srnic_devices);
+
+/* Serialises device creation: held from the EEXIST check to publication. */
+static DEFINE_MUTEX(srnic_create_lock);
+
+static DEFINE_IDA(srnic_link_ids);
+static struct device *srnic_root;	/* /sys/devices/srnic */
+
+/**
+ * srnic_dev_find_by_netdev() - the srnic device bound to @ndev, if any
+ * @ndev: a netdev
+ *
+ * Context: RTNL held; the result stays valid while it is.
+ */
+struct srnic_dev *srnic_dev_find_by_netdev(struct net_device *ndev)
+{
+	struct srnic_dev *sdev;
+
+	ASSERT_RTNL();
+
+	list_for_each_entry(sdev, &srnic_devices, list)
+		if (sdev->ndev == ndev)
+			return sdev;
+	return NULL;
+}
+
+static void srnic_parent_release(struct device *dev)
+{
+	kfree(dev);
+}
+
+/*
+ * The ib_device's sysfs parent. rdma-core and its tests find a device's
+ * netdev in /sys/class/infiniband/NAME/device/net/; virtual netdevs (veth)
+ * have no parent device to offer, so srnic makes one per device with a
+ * net/ directory holding a link to the netdev.
+ */
+static int srnic_parent_create(struct srnic_dev *sdev)
+{
+	struct device *parent;
+	int err;
+
+	sdev->link_index = ida_alloc(&srnic_link_ids, GFP_KERNEL);
+	if (sdev->link_index < 0)
+		return sdev->link_index;
+
+	parent = kzalloc(sizeof(*parent), GFP_KERNEL);
+	if (!parent) {
+		err = -ENOMEM;
+		goto err_free_index;
+	}
+	device_initialize(parent);
+	parent->parent = srnic_root;
+	parent->release = srnic_parent_release;
+	err = dev_set_name(parent, "link%d", sdev->link_index);
+	if (err)
+		goto err_put_parent;
+	err = device_add(parent);
+	if (err)
+		goto err_put_parent;
+
+	sdev->parent_net_dir = kobject_create_and_add("net", &parent->kobj);
+	if (!sdev->parent_net_dir) {
+		err = -ENOMEM;
+		goto err_del_parent;
+	}
+	strscpy(sdev->parent_net_link, sdev->ndev->name,
+		sizeof(sdev->parent_net_link));
+	err = sysfs_create_link(sdev->parent_net_dir, &sdev->ndev->dev.kobj,
+				sdev->parent_net_link);
+	if (err)
+		goto err_put_net_dir;
+
+	sdev->parent = parent;
+	return 0;
+
+err_put_net_dir:
+	kobject_put(sdev->parent_net_dir);
+	sdev->parent_net_dir = NULL;
+err_del_parent:
+	device_del(parent);
+err_put_parent:
+	put_device(parent);
+err_free_index:
+	ida_free(&srnic_link_ids, sdev->link_index);
+	return err;
+}
+
+static void srnic_parent_destroy(struct srnic_dev *sdev)
+{
+	if (!sdev->parent)
+		return;
+	sysfs_remove_link(sdev->parent_net_dir, sdev->parent_net_link);
+	kobject_put(sdev->parent_net_dir);
+	device_unregister(sdev->parent);	/* ib_device may still hold it */
+	sdev->parent = NULL;
+	ida_free(&srnic_link_ids, sdev->link_index);
+}
+
+/**
+ * srnic_dev_netdev_renamed() - follow a netdev rename in the parent's net/
+ * @sdev: device whose netdev was renamed (called under RTNL)
+ */
+void srnic_dev_netdev_renamed(struct srnic_dev *sdev)
+{
+	sysfs_remove_link(sdev->parent_net_dir, sdev->parent_net_link);
+	strscpy(sdev->parent_net_link, sdev->ndev->name,
+		sizeof(sdev->parent_net_link));
+	if (sysfs_create_link(sdev->parent_net_dir, &sdev->ndev->dev.kobj,
+			      sdev->parent_net_link))
+		dev_warn(sdev->parent, "cannot link renamed netdev %s\n",
+			 sdev->ndev->name);
+}
+
+/**
+ * srnic_dev_dealloc() - ib_core's dealloc_driver callback
+ * @ibdev: the device, already unregistered
+ *
+ * Runs once, after the device is unregistered and no verbs can reach it.
+ */
+void srnic_dev_dealloc(struct ib_device *ibdev)
+{
+	struct srnic_dev *sdev = to_srnic_dev(ibdev);
+
+	rtnl_lock();
+	list_del(&sdev->list);
+	rtnl_unlock();
+
+	srnic_parent_destroy(sdev);
+	ida_destroy(&sdev->pd_ids);
+	netdev_put(sdev->ndev, &sdev->ndev_tracker);
+}
+
+static int srnic_check_netdev(struct net_device *ndev)
+{
+	if (ndev->flags & IFF_LOOPBACK) {
+		pr_err("%s: cannot bind to loopback device %s\n",
+		       SRNIC_DRIVER_NAME, ndev->name);
+		return -EINVAL;
+	}
+	if (ndev->type != ARPHRD_ETHER) {
+		pr_err("%s: %s is not an Ethernet device\n", SRNIC_DRIVER_NAME,
+		       ndev->name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void srnic_dev_init_attributes(struct srnic_dev *sdev)
+{
+	struct ib_device *ibdev = &sdev->ibdev;
+
+	strscpy(ibdev->node_desc, "srnic", sizeof(ibdev->node_desc));
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = num_possible_cpus();
+	ibdev->local_dma_lkey = 0;
+	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
+			    sdev->ndev->dev_addr);
+	ibdev->dev.parent = sdev->parent;
+}
+
+/*
+ * Catch up with the netdev after registration: events that arrived while
+ * the device was registering were not delivered to it (the notifier skips
+ * devices it cannot take a reference on), and the netdev may even have
+ * started unregistering, in which case the device goes with it.
+ */
+static void srnic_dev_sync_with_netdev(struct srnic_dev *sdev)
+{
+	bool netdev_gone;
+
+	rtnl_lock();
+	netdev_gone = sdev->ndev->reg_state != NETREG_REGISTERED;
+	if (!netdev_gone) {
+		srnic_port_update_state(sdev);
+		srnic_port_update_mtu(sdev);
+		if (strcmp(sdev->parent_net_link, sdev->ndev->name))
+			srnic_dev_netdev_renamed(sdev);
+	}
+	rtnl_unlock();
+
+	if (netdev_gone)
+		ib_unregister_device_queued(&sdev->ibdev);
+}
+
+/**
+ * srnic_newlink() - `rdma link add NAME type srnic netdev DEV`
+ * @ibdev_name: NAME
+ * @ndev: DEV; ib_core holds a reference for the duration of the call
+ */
+static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
+{
+	struct srnic_dev *sdev, *exists;
+	int err;
+
+	err = srnic_check_netdev(ndev);
+	if (err)
+		return err;
+
+	/*
+	 * Two concurrent `rdma link add` on one netdev must not both pass
+	 * the check: creation is serialised until the device is published.
+	 */
+	mutex_lock(&srnic_create_lock);
+	rtnl_lock();
+	exists = srnic_dev_find_by_netdev(ndev);
+	rtnl_unlock();
+	if (exists) {
+		pr_err("%s: %s already has an srnic device\n",
+		       SRNIC_DRIVER_NAME, ndev->name);
+		err = -EEXIST;
+		goto err_unlock;
+	}
+
+	sdev = ib_alloc_device(srnic_dev, ibdev);
+	if (!sdev) {
+		err = -ENOMEM;
+		goto err_unlock;
+	}
+	sdev->ndev = ndev;
+	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
+	INIT_LIST_HEAD(&sdev->list);
+	ida_init(&sdev->pd_ids);
+	srnic_port_init(sdev);
+
+	err = srnic_parent_create(sdev);
+	if (err)
+		goto err_dealloc;
+	srnic_dev_init_attributes(sdev);
+	ib_set_device_ops(&sdev->ibdev, &srnic_dev_ops);
+
+	err = ib_device_set_netdev(&sdev->ibdev, ndev, SRNIC_PORT);
+	if (err)
+		goto err_parent;
+
+	/*
+	 * On the list before registration, so that a netdev event or a
+	 * `rdma link delete` racing with it finds a device srnic_dev_dealloc()
+	 * can unlink; the extra reference keeps the memory valid until the
+	 * catch-up below, whatever unregistered the device meanwhile.
+	 */
+	rtnl_lock();
+	list_add_tail(&sdev->list, &srnic_devices);
+	rtnl_unlock();
+	get_device(&sdev->ibdev.dev);
+
+	/* Registration takes RTNL itself (to scan addresses for GIDs). */
+	err = ib_register_device(&sdev->ibdev, ibdev_name, NULL);
+	if (err)
+		goto err_unlist;
+
+	if (ib_device_try_get(&sdev->ibdev)) {
+		srnic_dev_sync_with_netdev(sdev);
+		ib_device_put(&sdev->ibdev);
+	}
+	put_device(&sdev->ibdev.dev);
+	mutex_unlock(&srnic_create_lock);
+	return 0;
+
+err_unlist:
+	rtnl_lock();
+	list_del(&sdev->list);
+	rtnl_unlock();
+	put_device(&sdev->ibdev.dev);
+err_parent:
+	srnic_parent_destroy(sdev);
+err_dealloc:
+	ida_destroy(&sdev->pd_ids);
+	netdev_put(ndev, &sdev->ndev_tracker);
+	ib_dealloc_device(&sdev->ibdev);
+err_unlock:
+	mutex_unlock(&srnic_create_lock);
+	return err;
+}
+
+static struct rdma_link_ops srnic_link_ops = {
+	.type = SRNIC_DRIVER_NAME,
+	.newlink = srnic_newlink,
+};
+
+/*
+ * Unregister every srnic device, including those whose unregistration a
+ * netdev event already queued: ib_unregister_device() waits for (or
+ * performs) the unregistration, and srnic_dev_dealloc() takes the device
+ * off the list before it returns.
+ */
+static void srnic_unregister_all(void)
+{
+	struct srnic_dev *sdev;
+
+	for (;;) {
+		rtnl_lock();
+		sdev = list_first_entry_or_null(&srnic_devices,
+						struct srnic_dev, list);
+		if (sdev)
+			get_device(&sdev->ibdev.dev);
+		rtnl_unlock();
+		if (!sdev)
+			break;
+		ib_unregister_device(&sdev->ibdev);
+		put_device(&sdev->ibdev.dev);
+	}
+}
+
+static int __init srnic_init(void)
+{
+	int err;
+
+	srnic_root = root_device_register(SRNIC_DRIVER_NAME);
+	if (IS_ERR(srnic_root))
+		return PTR_ERR(srnic_root);
+
+	err = srnic_netdev_notifier_register();
+	if (err)
+		goto err_root;
+
+	rdma_link_register(&srnic_link_ops);
+	return 0;
+
+err_root:
+	root_device_unregister(srnic_root);
+	return err;
+}
+
+static void __exit srnic_exit(void)
+{
+	/* No new devices from here on, then remove the existing ones. */
+	rdma_link_unregister(&srnic_link_ops);
+	srnic_unregister_all();
+	srnic_netdev_notifier_unregister();
+	root_device_unregister(srnic_root);
+	ida_destroy(&srnic_link_ids);
+}
+
+module_init(srnic_init);
+module_exit(srnic_exit);
+
+MODULE_AUTHOR("The srnic developers");
+MODULE_DESCRIPTION("srnic: software RoCEv2 RDMA NIC");
+MODULE_LICENSE("GPL");
+MODULE_ALIAS_RDMA_LINK(SRNIC_DRIVER_NAME);

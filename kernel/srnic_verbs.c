@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: verb entry points and the ib_device_ops table.
+ *
+ * Device and port queries, user contexts and protection domains. What is
+ * not implemented yet is left out of the ops table, so ib_core and uverbs
+ * answer EOPNOTSUPP for it, and query_device reports zero for it.
+ */
+
+#include <linux/module.h>
+#include <linux/rtnetlink.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "srnic.h"
+
+static int srnic_query_device(struct ib_device *ibdev,
+			      struct ib_device_attr *attr,
+			      struct ib_udata *udata)
+{
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->fw_ver = SRNIC_ABI_VERSION;
+	attr->sys_image_guid = ibdev->node_guid;
+	attr->max_mr_size = 0;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->vendor_id = 0;
+	attr->vendor_part_id = 0;
+	attr->hw_ver = SRNIC_ABI_VERSION;
+	attr->max_pd = SRNIC_MAX_PD;
+	attr->max_pkeys = SRNIC_PKEY_TABLE_LEN;
+	attr->local_ca_ack_delay = 15;
+	attr->atomic_cap = IB_ATOMIC_NONE;
+	/* `rdma link delete` may remove the device it created. */
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	/* QPs, CQs, MRs, SRQs, AHs: none until the data path exists. */
+	return 0;
+}
+
+static int srnic_query_port(struct ib_device *ibdev, u32 port_num,
+			    struct ib_port_attr *attr)
+{
+	struct srnic_dev *sdev = to_srnic_dev(ibdev);
+	enum ib_port_state state = READ_ONCE(sdev->port.state);
+	int err;
+
+	/* ib_core zeroed *attr. */
+	attr->state = state;
+	attr->max_mtu = IB_MTU_4096;
+	attr->active_mtu = READ_ONCE(sdev->port.active_mtu);
+	attr->gid_tbl_len = SRNIC_GID_TABLE_LEN;
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->max_msg_sz = 0;	/* no messages until the data path exists */
+	attr->pkey_tbl_len = SRNIC_PKEY_TABLE_LEN;
+	attr->max_vl_num = 1;
+	attr->lid = 0;
+	attr->sm_lid = 0;
+
+	err = ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
+			       &attr->active_width);
+
+	if (state == IB_PORT_ACTIVE)
+		attr->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
+	else if (dev_get_flags(sdev->ndev) & IFF_UP)
+		attr->phys_state = IB_PORT_PHYS_STATE_POLLING;
+	else
+		attr->phys_state = IB_PORT_PHYS_STATE_DISABLED;
+	return err;
+}
+
+static int srnic_get_port_immutable(struct ib_device *ibdev, u32 port_num,
+				    struct ib_port_immutable *immutable)
+{
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->pkey_tbl_len = SRNIC_PKEY_TABLE_LEN;
+	immutable->gid_tbl_len = SRNIC_GID_TABLE_LEN;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer srnic_get_link_layer(struct ib_device *ibdev,
+						 u32 port_num)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int srnic_query_pkey(struct ib_device *ibdev, u32 port_num, u16 index,
+			    u16 *pkey)
+{
+	if (index >= SRNIC_PKEY_TABLE_LEN)
+		return -EINVAL;
+	*pkey = SRNIC_DEFAULT_PKEY;
+	return 0;
+}
+
+static int srnic_modify_device(struct ib_device *ibdev, int mask,
+			       struct ib_device_modify *props)
+{
+	if (mask & ~(IB_DEVICE_MODIFY_SYS_IMAGE_GUID |
+		     IB_DEVICE_MODIFY_NODE_DESC))
+		return -EOPNOTSUPP;
+
+	/* Both fields are only read by ib_core's sysfs and query paths. */
+	if (mask & IB_DEVICE_MODIFY_NODE_DESC)
+		memcpy(ibdev->node_desc, props->node_desc,
+		       sizeof(ibdev->node_desc));
+	if (mask & IB_DEVICE_MODIFY_SYS_IMAGE_GUID)
+		return -EOPNOTSUPP;	/* derived from the MAC, fixed */
+	return 0;
+}
+
+static void srnic_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "srnic abi %d",
+		 SRNIC_ABI_VERSION);
+}
+
+/*
+ * Driver data that follows a command must not carry fields this kernel
+ * does not know: a newer provider must not believe they were honoured.
+ */
+static int srnic_udata_check_tail(struct ib_udata *udata, size_t known)
+{
+	if (udata->inlen > known &&
+	    !ib_is_udata_cleared(udata, known, udata->inlen - known))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static int srnic_alloc_ucontext(struct ib_ucontext *ibuc,
+				struct ib_udata *udata)
+{
+	struct srnic_alloc_ucontext_req req = {};
+	struct srnic_alloc_ucontext_resp resp = {
+		.abi_version = SRNIC_ABI_VERSION,
+		.max_inline_data = SRNIC_MAX_INLINE_DATA,
+		.queue_ctrl_size = PAGE_SIZE,
+		.page_size = PAGE_SIZE,
+	};
+	int err;
+
+	/* The provider must say which ABI it speaks. */
+	if (udata->inlen < sizeof(req))
+		return -EINVAL;
+	err = ib_copy_from_udata(&req, udata, sizeof(req));
+	if (err)
+		return err;
+	if (req.abi_version != SRNIC_ABI_VERSION || req.reserved) {
+		ibdev_dbg(ibuc->device,
+			  "provider ABI %u, kernel ABI %u: refusing context\n",
+			  req.abi_version, SRNIC_ABI_VERSION);
+		return -EINVAL;
+	}
+	err = srnic_udata_check_tail(udata, sizeof(req));
+	if (err)
+		return err;
+
+	return ib_copy_to_udata(udata, &resp,
+				min_t(size_t, udata->outlen, sizeof(resp)));
+}
+
+static void srnic_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+/*
+ * Called when the device is unregistered while processes hold it open:
+ * uverbs destroys their objects and zaps their mappings itself, so
+ * unregistration (netdev removal, rmmod) does not wait for them to exit.
+ */
+static void srnic_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+static int srnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct srnic_dev *sdev = to_srnic_dev(ibpd->device);
+	struct srnic_pd *pd = to_srnic_pd(ibpd);
+	struct srnic_alloc_pd_resp resp = {};
+	int id, err;
+
+	if (udata) {
+		err = srnic_udata_check_tail(udata, 0);
+		if (err)
+			return err;
+	}
+
+	id = ida_alloc_max(&sdev->pd_ids, SRNIC_MAX_PD - 1, GFP_KERNEL);
+	if (id < 0)
+		return id == -ENOSPC ? -ENOMEM : id;
+	pd->pdn = id;
+
+	if (udata) {
+		resp.pdn = pd->pdn;
+		err = ib_copy_to_udata(udata, &resp,
+				       min_t(size_t, udata->outlen,
+					     sizeof(resp)));
+		if (err) {
+			ida_free(&sdev->pd_ids, pd->pdn);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int srnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct srnic_dev *sdev = to_srnic_dev(ibpd->device);
+
+	ida_free(&sdev->pd_ids, to_srnic_pd(ibpd)->pdn);
+	return 0;
+}
+
+static ssize_t srnic_abi_version_show(struct device *device,
+				      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", SRNIC_ABI_VERSION);
+}
+
+/* Named SRNIC_SYSFS_ABI_ATTR in the ABI header: the provider looks for it. */
+static DEVICE_ATTR_RO(srnic_abi_version);
+
+static ssize_t netdev_show(struct device *device,
+			   struct device_attribute *attr, char *buf)
+{
+	struct srnic_dev *sdev =
+		rdma_device_to_drv_device(device, struct srnic_dev, ibdev);
+	ssize_t len;
+
+	rtnl_lock();
+	len = sysfs_emit(buf, "%s\n", sdev->ndev->name);
+	rtnl_unlock();
+	return len;
+}
+static DEVICE_ATTR_RO(netdev);
+
+static struct attribute *srnic_dev_attributes[] = {
+	&dev_attr_srnic_abi_version.attr,
+	&dev_attr_netdev.attr,
+	NULL,
+};
+
+static const struct attribute_group srnic_dev_attr_group = {
+	.attrs = srnic_dev_attributes,
+};
+
+const struct ib_device_ops srnic_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = SRNIC_ABI_VERSION,
+
+	.alloc_pd = srnic_alloc_pd,
+	.alloc_ucontext = srnic_alloc_ucontext,
+	.dealloc_driver = srnic_dev_dealloc,
+	.dealloc_pd = srnic_dealloc_pd,
+	.dealloc_ucontext = srnic_dealloc_ucontext,
+	.device_group = &srnic_dev_attr_group,
+	.disassociate_ucontext = srnic_disassociate_ucontext,
+	.get_dev_fw_str = srnic_get_dev_fw_str,
+	.get_link_layer = srnic_get_link_layer,
+	.get_port_immutable = srnic_get_port_immutable,
+	.modify_device = srnic_modify_device,
+	.query_device = srnic_query_device,
+	.query_pkey = srnic_query_pkey,
+	.query_port = srnic_query_port,
+
+	INIT_RDMA_OBJ_SIZE(ib_pd, srnic_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, srnic_ucontext, ibuc),
+};

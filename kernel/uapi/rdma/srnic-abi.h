@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
+/*
+ * srnic user/kernel ABI: the one header shared by the kernel module
+ * (kernel/) and the userspace provider (userspace/). Never copy it.
+ *
+ * It holds three kinds of things:
+ *  - the ABI version, checked by libibverbs (uverbs_abi_ver) and again by
+ *    the kernel when a provider opens a context;
+ *  - the driver-private request/response payloads that follow the core
+ *    uverbs structs in each verb command;
+ *  - the formats of the rings and control records the kernel maps into the
+ *    process: queue control record, send/receive WQEs, CQEs.
+ *
+ * Every struct has a fixed size asserted at the bottom; all multi-byte
+ * fields are in host byte order except those typed __be (wire values such
+ * as immediate data, passed through unchanged).
+ */
+#ifndef SRNIC_ABI_USER_H
+#define SRNIC_ABI_USER_H
+
+#include <linux/types.h>
+
+/*
+ * Bumped on every incompatible change of anything in this file. The kernel
+ * reports it as the device's uverbs ABI version, and libibverbs refuses to
+ * bind a provider built for another one.
+ */
+#define SRNIC_ABI_VERSION 1
+
+/*
+ * The sysfs attribute (/sys/class/infiniband/<dev>/srnic_abi_version) that
+ * marks a device as srnic's whatever name it was given; the provider binds
+ * to devices that have it.
+ */
+#define SRNIC_SYSFS_ABI_ATTR "srnic_abi_version"
+
+/* Cache line size the shared records are laid out for. */
+#define SRNIC_CACHELINE_SIZE 64
+
+/* ---- Per-verb driver data ------------------------------------------ */
+
+struct srnic_alloc_ucontext_req {
+	__u32 abi_version;	/* SRNIC_ABI_VERSION the provider was built with */
+	__u32 reserved;
+};
+
+struct srnic_alloc_ucontext_resp {
+	__u32 abi_version;	/* SRNIC_ABI_VERSION of the kernel */
+	__u32 max_inline_data;	/* bytes of inline data a send WQE may carry */
+	__u32 queue_ctrl_size;	/* bytes reserved for struct srnic_queue_ctrl */
+	__u32 page_size;	/* granularity of every ring mapping */
+};
+
+struct srnic_alloc_pd_resp {
+	__u32 pdn;
+	__u32 reserved;
+};
+
+/*
+ * Where one ring lives in the process: mmap(fd = context fd,
+ * offset = mmap_offset, length = mmap_size). The mapping starts with a
+ * struct srnic_queue_ctrl padded to queue_ctrl_size, followed by
+ * num_entries entries of entry_size bytes (both powers of two).
+ */
+struct srnic_queue_desc {
+	__aligned_u64 mmap_offset;
+	__u32 mmap_size;
+	__u32 num_entries;
+	__u32 entry_size;
+	__u32 reserved;
+};
+
+struct srnic_create_cq_req {
+	__aligned_u64 reserved;
+};
+
+struct srnic_create_cq_resp {
+	struct srnic_queue_desc ring;
+	__u32 cqn;
+	__u32 reserved;
+};
+
+struct srnic_create_qp_req {
+	__aligned_u64 reserved;
+};
+
+struct srnic_create_qp_resp {
+	struct srnic_queue_desc sq;
+	struct srnic_queue_desc rq;	/* all zero when the QP uses an SRQ */
+	__u32 qpn;
+	__u32 reserved;
+};
+
+struct srnic_create_srq_req {
+	__aligned_u64 reserved;
+};
+
+struct srnic_create_srq_resp {
+	struct srnic_queue_desc rq;
+	__u32 srqn;
+	__u32 reserved;
+};
+
+/* ---- Shared queue control record ----------------------------------- */
+
+/* srnic_queue_ctrl.flags, written by the kernel engine */
+enum srnic_queue_flags {
+	/*
+	 * The engine stopped watching this queue: the producer must ring the
+	 * doorbell (a syscall) after publishing new entries.
+	 */
+	SRNIC_QUEUE_NEED_WAKEUP = 1 << 0,
+	/* The queue's owner is in the error state; new entries are flushed. */
+	SRNIC_QUEUE_ERROR = 1 << 1,
+};
+
+/* srnic_queue_ctrl.notify (CQs only), written by the provider */
+enum srnic_cq_notify {
+	SRNIC_CQ_NOTIFY_NONE = 0,
+	SRNIC_CQ_NOTIFY_NEXT = 1,	/* event on the next completion */
+	SRNIC_CQ_NOTIFY_SOLICITED = 2,	/* event on the next solicited one */
+};
+
+/*
+ * The first bytes of every ring mapping. Producer and consumer indexes are
+ * free-running 32-bit counters (entry = index & (num_entries - 1)), each on
+ * its own cache line so the two sides never write the same line.
+ *
+ * Producer side: write entry, release barrier, store producer.
+ * Consumer side: load producer (acquire), read entry, store consumer.
+ * CQEs additionally carry an owner bit (see struct srnic_cqe) so the
+ * provider can poll without reading the producer line at all.
+ */
+struct srnic_queue_ctrl {
+	__u32 producer;
+	__u32 reserved0[15];
+	__u32 consumer;
+	__u32 reserved1[15];
+	__u32 flags;		/* enum srnic_queue_flags */
+	__u32 notify;		/* enum srnic_cq_notify, CQs only */
+	__u32 notify_seq;	/* bumped by the provider on each arm */
+	__u32 reserved2[13];
+};
+
+/* ---- Work queue elements ------------------------------------------- */
+
+struct srnic_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/* srnic_send_wqe.opcode: the IBV_WR_* value of the work request */
+enum srnic_send_wqe_flags {
+	SRNIC_WQE_SIGNALED = 1 << 0,
+	SRNIC_WQE_FENCE = 1 << 1,
+	SRNIC_WQE_SOLICITED = 1 << 2,
+	SRNIC_WQE_INLINE = 1 << 3,	/* payload follows the header */
+};
+
+/*
+ * A send queue entry: this 64-byte header, then num_sge struct srnic_sge
+ * or, with SRNIC_WQE_INLINE, inline_len bytes of payload. The SQ entry
+ * size bounds both.
+ */
+struct srnic_send_wqe {
+	__aligned_u64 wr_id;
+	__u8 opcode;
+	__u8 flags;		/* enum srnic_send_wqe_flags */
+	__u16 num_sge;
+	__u32 inline_len;
+	union {
+		__be32 imm_data;
+		__u32 invalidate_rkey;
+	};
+	__u32 reserved0;
+	union {
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 reserved;
+		} rdma;
+		struct {
+			__aligned_u64 remote_addr;
+			__aligned_u64 compare_add;
+			__aligned_u64 swap;
+			__u32 rkey;
+			__u32 reserved;
+		} atomic;
+		struct {
+			__u32 ah_handle;
+			__u32 remote_qpn;
+			__u32 remote_qkey;
+			__u32 reserved;
+		} ud;
+	};
+	__aligned_u64 reserved1;
+};
+
+/* A receive queue entry: this header, then num_sge struct srnic_sge. */
+struct srnic_recv_wqe {
+	__aligned_u64 wr_id;
+	__u16 num_sge;
+	__u16 reserved0;
+	__u32 reserved1;
+};
+
+/* ---- Completion queue entries -------------------------------------- */
+
+/*
+ * A completion. The kernel writes every field, then (after a release
+ * barrier) owner = the phase of the lap it is writing: lap n of the ring
+ * (index / num_entries) has phase (n + 1) & 1, so a zero-filled ring holds
+ * no valid entry. The provider checks owner, then an acquire barrier, then
+ * reads the body.
+ */
+struct srnic_cqe {
+	__aligned_u64 wr_id;
+	__u32 byte_len;
+	union {
+		__be32 imm_data;
+		__u32 invalidated_rkey;
+	};
+	__u32 qp_num;
+	__u32 src_qp;
+	__u32 vendor_err;
+	__u16 pkey_index;
+	__u16 slid;
+	__u8 status;		/* enum ibv_wc_status */
+	__u8 opcode;		/* enum ibv_wc_opcode */
+	__u8 wc_flags;		/* IBV_WC_GRH, IBV_WC_WITH_IMM, IBV_WC_WITH_INV */
+	__u8 sl;
+	__u8 dlid_path_bits;
+	__u8 reserved0[2];
+	__u8 owner;
+	__aligned_u64 timestamp;
+	__aligned_u64 reserved1[2];
+};
+
+#ifdef __cplusplus
+#define SRNIC_ABI_ASSERT_SIZE(type, size) \
+	static_assert(sizeof(type) == (size), #type " changed size")
+#else
+#define SRNIC_ABI_ASSERT_SIZE(type, size) \
+	_Static_assert(sizeof(type) == (size), #type " changed size")
+#endif
+
+SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_ucontext_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_ucontext_resp, 16);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_pd_resp, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_queue_desc, 24);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_cq_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_cq_resp, 32);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_resp, 56);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_resp, 32);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_queue_ctrl, 3 * SRNIC_CACHELINE_SIZE);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_sge, 16);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_send_wqe, 64);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_recv_wqe, 16);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_cqe, 64);
+
+#endif /* SRNIC_ABI_USER_H */

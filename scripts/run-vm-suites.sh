@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Run pytest suites inside the VM, one VM boot per suite, and print one
+# summary line over all of them. Usage: scripts/run-vm-suites.sh tests/test_X.py...
+# Extra pytest arguments may be given in SRNIC_PYTEST_ARGS (e.g. "-k rename").
+set -uo pipefail
+
+REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
+cd "$REPO"
+results=$REPO/build/vm/results
+mkdir -p "$results"
+
+failed_suites=()
+for suite in "$@"; do
+	name=$(basename "$suite" .py)
+	junit=$results/$name.xml
+	rm -f "$junit"
+	echo "=== VM suite $suite"
+	# shellcheck disable=SC2086 # SRNIC_PYTEST_ARGS is a word list
+	if ! scripts/vm-run --timeout 900 --env PYTHONUNBUFFERED=1 --results "$results" \
+		--log "$REPO/build/vm/$name.console.log" -- \
+		/usr/bin/python3 -m pytest -v -rs --junitxml="$junit" ${SRNIC_PYTEST_ARGS:-} "$suite"; then
+		failed_suites+=("$suite")
+	fi
+done
+
+# Totals over every suite's junit report (a suite that died has none).
+/usr/bin/python3 - "$results" "$@" <<'PY'
+import os, sys
+import xml.etree.ElementTree as ET
+results, suites = sys.argv[1], sys.argv[2:]
+total = {"passed": 0, "failed": 0, "skipped": 0}
+for suite in suites:
+    path = os.path.join(results, os.path.basename(suite)[:-3] + ".xml")
+    if not os.path.exists(path):
+        print(f"{suite}: no report (the VM run died)")
+        total["failed"] += 1
+        continue
+    for ts in ET.parse(path).getroot().iter("testsuite"):
+        tests, fail = int(ts.get("tests")), int(ts.get("failures")) + int(ts.get("errors"))
+        skip = int(ts.get("skipped"))
+        total["failed"] += fail
+        total["skipped"] += skip
+        total["passed"] += tests - fail - skip
+print(f"VM suites: {total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")
+PY
+
+if [ ${#failed_suites[@]} -gt 0 ]; then
+	echo "failed VM suites: ${failed_suites[*]}" >&2
+	exit 1
+fi

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Install every package srnic's build, VM loop and tests need on a Debian 12 host.
+# Safe to run repeatedly: it only calls apt-get when something is missing.
+set -euo pipefail
+
+packages=(
+	build-essential cmake pkg-config kmod
+	linux-headers-amd64 linux-image-amd64
+	qemu-system-x86 busybox-static cpio xz-utils zstd
+	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
+	rdmacm-utils python3-pyverbs python3-pytest perftest iproute2
+	python3-pytest-timeout googletest libgtest-dev strace linux-source-6.1
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The VM boots the newest installed Debian kernel; its headers must match.
+kver=$(scripts/kernel-version.sh)
+if [ ! -d "/lib/modules/$kver/build" ]; then
+	echo "setup-deps: installing headers for $kver"
+	apt-get install -y -q --no-install-recommends "linux-headers-$kver"
+fi

@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Helpers for srnic's VM test suites: commands, veth pairs, devices, sysfs.
+
+Every suite runs inside the VM (scripts/vm-run) as root, with srnic.ko
+installed under /lib/modules/$(uname -r)/updates and the built provider
+registered in /etc/libibverbs.d/srnic.driver.
+"""
+import json
+import os
+import re
+import subprocess
+import time
+
+SYSFS_IB = "/sys/class/infiniband"
+SRNIC_ROOT = "/sys/devices/srnic"
+
+
+def run(*cmd, check=True, timeout=60, netns=None):
+    """Run a command, return CompletedProcess with text output.
+
+    With check=True a non-zero exit raises AssertionError with the output.
+    """
+    argv = list(cmd)
+    if netns:
+        argv = ["ip", "netns", "exec", netns] + argv
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(argv)} exited {p.returncode}\n"
+            f"stdout: {p.stdout}\nstderr: {p.stderr}")
+    return p
+
+
+def wait_for(predicate, timeout=10.0, interval=0.05, what="condition"):
+    """Poll predicate() until it returns a truthy value; return that value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def module_loaded(name="srnic"):
+    return os.path.isdir(f"/sys/module/{name}")
+
+
+def rdma_links(netns=None):
+    """{ibdev name: link dict} from `rdma -j link show` (in netns if given:
+    a netdev shows only in its own namespace)."""
+    out = run("rdma", "-j", "link", "show", netns=netns).stdout
+    return {l["ifname"]: l for l in json.loads(out or "[]")}
+
+
+def rdma_devs():
+    out = run("rdma", "-j", "dev", "show").stdout
+    return {d["ifname"]: d for d in json.loads(out or "[]")}
+
+
+def ib_devices():
+    """Device names `ibv_devices` lists (only devices a provider bound)."""
+    out = run("ibv_devices").stdout
+    names = []
+    for line in out.splitlines()[2:]:
+        fields = line.split()
+        if fields:
+            names.append(fields[0])
+    return names
+
+
+def ibv_devinfo(name, verbose=False):
+    args = ["ibv_devinfo", "-d", name] + (["-v"] if verbose else [])
+    return run(*args).stdout
+
+
+def devinfo_field(text, field):
+    m = re.search(rf"^\s*{re.escape(field)}:\s*(.+?)\s*$", text, re.M)
+    assert m, f"{field} not in ibv_devinfo output:\n{text}"
+    return m.group(1)
+
+
+def link_add(name, netdev, netns=None, check=True):
+    return run("rdma", "link", "add", name, "type", "srnic", "netdev", netdev,
+               check=check, netns=netns)
+
+
+def link_delete(name, check=True):
+    return run("rdma", "link", "delete", name, check=check)
+
+
+def sysfs_read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def port_gids(name):
+    """[(index, gid, type)] of the non-zero GIDs of port 1."""
+    base = f"{SYSFS_IB}/{name}/ports/1"
+    gids = []
+    for idx in sorted(int(i) for i in os.listdir(f"{base}/gids")):
+        gid = sysfs_read(f"{base}/gids/{idx}")
+        if gid == "0000:0000:0000:0000:0000:0000:0000:0000":
+            continue
+        try:
+            gtype = sysfs_read(f"{base}/gid_attrs/types/{idx}")
+        except OSError:
+            gtype = None
+        gids.append((idx, gid, gtype))
+    return gids
+
+
+def ipv4_gid(addr):
+    """The RoCE GID text ib_core shows for an IPv4 address."""
+    a, b, c, d = (int(x) for x in addr.split("."))
+    return f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
+
+
+def eui64_from_mac(mac):
+    """node_guid text (xxxx:xxxx:xxxx:xxxx) derived from a MAC address."""
+    b = [int(x, 16) for x in mac.split(":")]
+    g = [b[0] ^ 2, b[1], b[2], 0xff, 0xfe, b[3], b[4], b[5]]
+    return ":".join(f"{g[i]:02x}{g[i + 1]:02x}" for i in range(0, 8, 2))
+
+
+class Veth:
+    """A veth pair a<->b, both up; deleted (with its netns) on close()."""
+
+    counter = 0
+
+    def __init__(self, up=True):
+        Veth.counter += 1
+        n = Veth.counter
+        self.a = f"sva{n}"
+        self.b = f"svb{n}"
+        self.netns = []
+        run("ip", "link", "add", self.a, "type", "veth", "peer", "name", self.b)
+        if up:
+            run("ip", "link", "set", self.a, "up")
+            run("ip", "link", "set", self.b, "up")
+
+    def mac(self, ifname):
+        return sysfs_read(f"/sys/class/net/{ifname}/address")
+
+    def move_to_netns(self, ifname, netns):
+        run("ip", "netns", "add", netns)
+        self.netns.append(netns)
+        run("ip", "link", "set", ifname, "netns", netns)
+        run("ip", "link", "set", ifname, "up", netns=netns)
+
+    def close(self):
+        run("ip", "link", "del", self.a, check=False)
+        run("ip", "link", "del", self.b, check=False)
+        for ns in self.netns:
+            run("ip", "netns", "del", ns, check=False)
+
+
+class AsyncWatch:
+    """ibv_asyncwatch on one device, collecting the events it prints."""
+
+    def __init__(self, name):
+        self.proc = subprocess.Popen(["stdbuf", "-oL", "ibv_asyncwatch",
+                                      "-d", name],
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.lines = []
+        # The tool prints a banner once it has opened the device.
+        wait_for(lambda: self._read() or self.lines, timeout=15,
+                 what="ibv_asyncwatch to start")
+
+    def _read(self):
+        try:
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+        except BlockingIOError:
+            return False
+        self.lines.extend(chunk.decode(errors="replace").splitlines())
+        return False
+
+    def wait_event(self, event, timeout=10):
+        def seen():
+            self._read()
+            return any(event in l for l in self.lines)
+        wait_for(seen, timeout=timeout, what=f"async event {event}")
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()

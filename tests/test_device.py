@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The srnic device: link add/delete/rename, the port following its netdev
+(carrier, admin state, MTU, addresses as RoCE v2 GIDs), netdev removal and
+rename and netns moves, module unload with live devices, bad `rdma link add`
+input, and the provider binding whatever the device's name.
+"""
+import os
+
+import pytest
+
+from harness import (SRNIC_ROOT, SYSFS_IB, AsyncWatch, Veth, devinfo_field,
+                     eui64_from_mac, ib_devices, ibv_devinfo, ipv4_gid,
+                     link_add, link_delete, module_loaded, port_gids,
+                     rdma_devs, rdma_links, run, sysfs_read, wait_for)
+
+
+def srnic_parents():
+    return sorted(os.listdir(SRNIC_ROOT)) if os.path.isdir(SRNIC_ROOT) else []
+
+
+def port_state(name):
+    return rdma_links().get(name, {}).get("state")
+
+
+def test_link_type_autoloads_module():
+    """`rdma link add ... type srnic` loads srnic.ko by its link alias."""
+    if module_loaded():
+        run("rmmod", "srnic")
+    assert not module_loaded()
+    pair = Veth()
+    try:
+        link_add("auto0", pair.a)
+        assert module_loaded()
+        assert "auto0" in rdma_links()
+        link_delete("auto0")
+    finally:
+        pair.close()
+
+
+def test_device_shown_by_tools(srnic, veth):
+    link_add("srnic0", veth.a)
+
+    link = rdma_links()["srnic0"]
+    assert link["netdev"] == veth.a
+    assert link["state"] == "ACTIVE"
+    assert "srnic0" in rdma_devs()
+    assert "srnic0" in ib_devices()
+
+    info = ibv_devinfo("srnic0", verbose=True)
+    assert devinfo_field(info, "transport") == "InfiniBand (0)"
+    assert devinfo_field(info, "link_layer") == "Ethernet"
+    assert devinfo_field(info, "state") == "PORT_ACTIVE (4)"
+    guid = eui64_from_mac(veth.mac(veth.a))
+    assert devinfo_field(info, "node_guid") == guid
+    assert devinfo_field(info, "sys_image_guid") == guid
+    # Honest limits: nothing of the data path is claimed yet.
+    assert int(devinfo_field(info, "max_pd")) > 0
+    for field in ("max_qp", "max_cq", "max_mr", "max_srq"):
+        assert int(devinfo_field(info, field)) == 0, field
+
+    # dev.parent lets rdma-core find the netdev.
+    assert os.listdir(f"{SYSFS_IB}/srnic0/device/net") == [veth.a]
+    assert sysfs_read(f"{SYSFS_IB}/srnic0/netdev") == veth.a
+
+
+def test_provider_binds_any_name(srnic, veth):
+    """A device named like nothing srnic-ish still opens with our provider."""
+    pyverbs_device = pytest.importorskip("pyverbs.device")
+    from pyverbs.pd import PD
+    import pyverbs.enums as e
+
+    run("ip", "addr", "add", "198.18.0.1/24", "dev", veth.a)
+    link_add("anything", veth.a)
+    assert "anything" in ib_devices()
+
+    with pyverbs_device.Context(name="anything") as ctx:
+        with open("/proc/self/maps") as maps:
+            assert "libsrnic-rdmav34.so" in maps.read()
+        attr = ctx.query_device()
+        assert attr.max_pd > 0
+        assert attr.max_qp == 0
+        ex = ctx.query_device_ex()
+        assert ex.orig_attr.node_guid == attr.node_guid
+        port = ctx.query_port(1)
+        assert port.state == e.IBV_PORT_ACTIVE
+        assert port.link_layer == e.IBV_LINK_LAYER_ETHERNET
+        gids = [str(ctx.query_gid(1, i)) for i in range(port.gid_tbl_len)]
+        assert ipv4_gid("198.18.0.1") in gids, gids
+        pds = [PD(ctx) for _ in range(8)]
+        for pd in pds:
+            pd.close()
+
+
+def test_link_delete_removes_everything(srnic, veth):
+    parents = srnic_parents()
+    link_add("srnic0", veth.a)
+    assert len(srnic_parents()) == len(parents) + 1
+    link_delete("srnic0")
+    assert "srnic0" not in rdma_links()
+    assert not os.path.exists(f"{SYSFS_IB}/srnic0")
+    assert srnic_parents() == parents
+    # The netdev can take a new device afterwards.
+    link_add("srnic0", veth.a)
+    assert "srnic0" in rdma_links()
+
+
+def test_device_rename(srnic, veth):
+    link_add("srnic0", veth.a)
+    run("rdma", "dev", "set", "srnic0", "name", "renamed0")
+    assert "renamed0" in rdma_links() and "srnic0" not in rdma_links()
+    assert "renamed0" in ib_devices()
+    info = ibv_devinfo("renamed0")
+    assert devinfo_field(info, "state") == "PORT_ACTIVE (4)"
+
+
+def test_port_follows_carrier_and_admin_state(srnic, veth):
+    link_add("srnic0", veth.a)
+    watch = AsyncWatch("srnic0")
+    try:
+        # Peer down: va loses carrier.
+        run("ip", "link", "set", veth.b, "down")
+        wait_for(lambda: port_state("srnic0") == "DOWN", what="port DOWN")
+        watch.wait_event("IBV_EVENT_PORT_ERR")
+        assert devinfo_field(ibv_devinfo("srnic0"),
+                             "state") == "PORT_DOWN (1)"
+
+        run("ip", "link", "set", veth.b, "up")
+        wait_for(lambda: port_state("srnic0") == "ACTIVE", what="port ACTIVE")
+        watch.wait_event("IBV_EVENT_PORT_ACTIVE")
+
+        # Our own netdev administratively down, then up.
+        watch.lines.clear()
+        run("ip", "link", "set", veth.a, "down")
+        wait_for(lambda: port_state("srnic0") == "DOWN", what="port DOWN")
+        watch.wait_event("IBV_EVENT_PORT_ERR")
+        assert rdma_links()["srnic0"]["physical_state"] == "DISABLED"
+        run("ip", "link", "set", veth.a, "up")
+        wait_for(lambda: port_state("srnic0") == "ACTIVE", what="port ACTIVE")
+        watch.wait_event("IBV_EVENT_PORT_ACTIVE")
+    finally:
+        watch.close()
+
+
+@pytest.mark.parametrize("mtu,active", [(1500, "1024 (3)"), (9000, "4096 (5)"),
+                                        (2200, "2048 (4)"), (600, "256 (1)")])
+def test_active_mtu_follows_netdev(srnic, veth, mtu, active):
+    link_add("srnic0", veth.a)
+    run("ip", "link", "set", veth.a, "mtu", str(mtu))
+    assert devinfo_field(ibv_devinfo("srnic0"), "active_mtu") == active
+    assert devinfo_field(ibv_devinfo("srnic0"), "max_mtu") == "4096 (5)"
+
+
+def test_gid_table_follows_addresses(srnic, veth):
+    link_add("srnic0", veth.a)
+    gid4 = ipv4_gid("198.18.0.1")
+    assert gid4 not in [g for _, g, _ in port_gids("srnic0")]
+
+    run("ip", "addr", "add", "198.18.0.1/24", "dev", veth.a)
+    wait_for(lambda: gid4 in [g for _, g, _ in port_gids("srnic0")],
+             what="IPv4 GID")
+    types = {g: t for _, g, t in port_gids("srnic0")}
+    assert types[gid4] == "RoCE v2"
+
+    run("ip", "-6", "addr", "add", "fd00:5::1/64", "dev", veth.a, "nodad")
+    gid6 = "fd00:0005:0000:0000:0000:0000:0000:0001"
+    wait_for(lambda: gid6 in [g for _, g, _ in port_gids("srnic0")],
+             what="IPv6 GID")
+
+    run("ip", "addr", "del", "198.18.0.1/24", "dev", veth.a)
+    wait_for(lambda: gid4 not in [g for _, g, _ in port_gids("srnic0")],
+             what="IPv4 GID removal")
+    run("ip", "-6", "addr", "del", "fd00:5::1/64", "dev", veth.a)
+    wait_for(lambda: gid6 not in [g for _, g, _ in port_gids("srnic0")],
+             what="IPv6 GID removal")
+
+
+def test_netdev_removal_removes_device(srnic, veth):
+    parents = srnic_parents()
+    link_add("srnic0", veth.a)
+    run("ip", "link", "del", veth.a)
+    wait_for(lambda: "srnic0" not in rdma_links(), what="device removal")
+    wait_for(lambda: srnic_parents() == parents, what="parent removal")
+
+
+def test_netdev_move_to_netns_removes_device(srnic, veth):
+    link_add("srnic0", veth.a)
+    veth.move_to_netns(veth.a, "srnic-move")
+    wait_for(lambda: "srnic0" not in rdma_links(), what="device removal")
+    # A device can then be created on the netdev inside its namespace.
+    link_add("srnic0", veth.a, netns="srnic-move")
+    assert rdma_links(netns="srnic-move")["srnic0"]["netdev"] == veth.a
+
+
+def test_netdev_rename_followed(srnic, veth):
+    link_add("srnic0", veth.a)
+    run("ip", "link", "set", veth.a, "down")
+    run("ip", "link", "set", veth.a, "name", "svrenamed")
+    veth.a = "svrenamed"
+    run("ip", "link", "set", veth.a, "up")
+    assert os.listdir(f"{SYSFS_IB}/srnic0/device/net") == ["svrenamed"]
+    assert rdma_links()["srnic0"]["netdev"] == "svrenamed"
+
+
+def test_bad_link_add_input(srnic, veth):
+    links, parents = set(rdma_links()), srnic_parents()
+
+    p = link_add("bad0", "no-such-netdev", check=False)
+    assert p.returncode != 0 and "No such device" in p.stderr, p.stderr
+
+    p = link_add("bad0", "lo", check=False)
+    assert p.returncode != 0 and "Invalid argument" in p.stderr, p.stderr
+
+    link_add("good0", veth.a)
+    p = link_add("bad0", veth.a, check=False)
+    assert p.returncode != 0 and "File exists" in p.stderr, p.stderr
+    link_delete("good0")
+
+    assert set(rdma_links()) == links
+    assert srnic_parents() == parents
+
+
+def test_rmmod_with_live_devices(srnic):
+    pairs = [Veth(), Veth()]
+    try:
+        link_add("live0", pairs[0].a)
+        link_add("live1", pairs[1].b)
+        run("ip", "addr", "add", "198.18.1.1/24", "dev", pairs[0].a)
+        run("rmmod", "srnic")
+        assert not module_loaded()
+        assert not set(rdma_links()) & {"live0", "live1"}
+        assert not os.path.exists(SRNIC_ROOT)
+        run("modprobe", "srnic")
+        link_add("live0", pairs[0].a)
+        assert rdma_links()["live0"]["state"] == "ACTIVE"
+    finally:
+        for pair in pairs:
+            pair.close()
