@@ -23,7 +23,8 @@ static int srnic_query_device(struct ib_device *ibdev,
 		return -EINVAL;
 
 	memset(attr, 0, sizeof(*attr));
-	attr->fw_ver = SRNIC_ABI_VERSION;
+	/* major.minor.sub in bits 63:32, 31:16, 15:0, as ibv_devinfo decodes */
+	attr->fw_ver = (u64)SRNIC_ABI_VERSION << 32;
 	attr->sys_image_guid = ibdev->node_guid;
 	attr->max_mr_size = 0;
 	attr->page_size_cap = PAGE_SIZE;
@@ -114,8 +115,7 @@ static int srnic_modify_device(struct ib_device *ibdev, int mask,
 
 static void srnic_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
-	snprintf(str, IB_FW_VERSION_NAME_MAX, "srnic abi %d",
-		 SRNIC_ABI_VERSION);
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%d.0.0", SRNIC_ABI_VERSION);
 }
 
 /*

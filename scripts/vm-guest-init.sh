@@ -41,19 +41,17 @@ power_off() {
 	else
 		poweroff -f
 	fi
-	sleep 60
+	# The power-off runs asynchronously and tears down the 9p root under us: from here on no
+	# program can be exec'ed (sleep would fail with EIO), and returning would end PID 1 and panic
+	# the kernel. Wait with builtins only.
+	while :; do
+		read -r -t 5 _ </dev/console
+	done
 }
 # PID 1 must never exit (the kernel would panic): any path out of this script powers off.
 trap power_off EXIT
 
 say "stage 2 running"
-
-# --- RDMA core modules, loaded up front so tests start from a ready stack, in the background
-# while the rest is set up. Some may be built in or missing on other kernels: not fatal.
-modprobe -a ib_core ib_uverbs rdma_ucm rdma_cm veth &
-modprobe_pid=$!
-
-echo "127.0.1.1 srnic-vm" >>/etc/hosts
 
 # --- The freshly built module (srnic.ko), installed so that `modprobe srnic` and the kernel's
 # autoload (`rdma link add X type srnic` asks for the alias rdma-link-srnic) find it. vm-run
@@ -68,6 +66,14 @@ if [ -d "$ctl/modules$kdir" ]; then
 		say "warning: installing the module from $ctl/modules$kdir failed"
 	fi
 fi
+
+# --- RDMA core modules, loaded up front so tests start from a ready stack, in the background
+# while the rest is set up (after the module install above: modprobe must not read indexes that
+# cp is rewriting). Some may be built in or missing on other kernels: not fatal.
+modprobe -a ib_core ib_uverbs rdma_ucm rdma_cm veth &
+modprobe_pid=$!
+
+echo "127.0.1.1 srnic-vm" >>/etc/hosts
 
 # --- The built userspace provider (libibverbs appends -rdmav34.so). Registered only when it
 # exists: a .driver file naming a missing library makes every verbs program print a warning.

@@ -1,11 +1,12 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0
-# Helpers for scripts/vm-run, sourced (not executed): kernel version lookup and the cached
-# initramfs that mounts the host's root over 9p and switch_roots into it.
+# Helpers for scripts/vm-run, sourced (not executed): the kernel's release and PVH entry, the
+# cached initramfs that mounts a root over 9p and switch_roots into it (its /init, stage 1, is
+# in vm_initramfs_init below), and the host-side depmod for the module under test.
 #
 # The initramfs is independent of the command being run: everything per-run (repo path, results
-# dir, command) reaches the guest through the "srnic_ctl" 9p share, so one image serves every run
-# of the same kernel + root + scripts.
+# dir, command, module) reaches the guest through the "srnic_ctl" 9p share, so one image serves
+# every run of the same kernel + root + scripts.
 
 # Modules the first stage needs to reach the 9p root. Their dependencies are resolved with
 # modprobe --show-depends against ROOT's module tree; built-in ones are skipped.
@@ -117,7 +118,7 @@ say() {
 die() {
 	echo "srnic-vm: stage 1: FATAL: $*" >/dev/console
 	echo o >/proc/sysrq-trigger
-	sleep 60
+	while :; do sleep 60; done
 }
 
 mount -t proc proc /proc
@@ -154,6 +155,13 @@ mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/root/upper,workdir=/rw/
 	/newroot || die "overlay root mount failed"
 R=/newroot
 
+# Fresh /tmp and /run first, so that a repo or results dir below them (a CI clone in /tmp) is
+# mounted on top of them rather than hidden by them.
+mkdir -p "$R/tmp" "$R/run"
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$R/tmp"
+mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$R/run"
+mkdir -p "$R/run/lock"
+
 # Repo at its host path: read-only + overlay (guest writes vanish), or writable on request.
 mkdir -p "$R$SRNIC_VM_REPO"
 if [ "$SRNIC_VM_REPO_RW" = 1 ]; then
@@ -169,13 +177,12 @@ fi
 mkdir -p "$R$SRNIC_VM_RESULTS"
 mount9p srnic_results "$R$SRNIC_VM_RESULTS" cache=mmap
 
-# The control dir moves along so stage 2 can read the command and write its status (not under
-# /run or /tmp, which get fresh tmpfs below).
+# The control dir moves along so stage 2 can read the command and write its status.
 mkdir -p "$R/.srnic-vm"
 mount --move /ctl "$R/.srnic-vm"
 
 # The guest's system mounts, as a booted system has them.
-mkdir -p "$R/proc" "$R/sys" "$R/dev" "$R/tmp" "$R/run"
+mkdir -p "$R/proc" "$R/sys" "$R/dev"
 mount --move /proc "$R/proc"
 mount --move /sys "$R/sys"
 mount --move /dev "$R/dev"
@@ -187,9 +194,6 @@ ln -sfn /proc/self/fd "$R/dev/fd"
 ln -sfn /proc/self/fd/0 "$R/dev/stdin"
 ln -sfn /proc/self/fd/1 "$R/dev/stdout"
 ln -sfn /proc/self/fd/2 "$R/dev/stderr"
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$R/tmp"
-mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$R/run"
-mkdir -p "$R/run/lock"
 mount -t debugfs debugfs "$R/sys/kernel/debug"
 mount -t configfs configfs "$R/sys/kernel/config"
 mount -t cgroup2 cgroup2 "$R/sys/fs/cgroup"
@@ -288,9 +292,11 @@ vm_module_indexes() {
 }
 
 # vm_initramfs KVER ROOT CACHEDIR: set VM_INITRAMFS to the path of an up-to-date initramfs,
-# building it if missing (not printed: a $(...) subshell would lose VM_CLEANUP on failure). The name carries the kernel version, a hash of the root path, and a hash of what the
-# image is made of: the root's module index (so a root whose kernel package changed rebuilds),
-# busybox and this file. Stale images of the same kernel and root are removed.
+# building it if missing (a variable, not output: a $(...) subshell would lose VM_CLEANUP on
+# failure). The name carries the kernel version, a hash of the root path, and a hash of what
+# the image is made of: the root's module index (so a root whose kernel package changed
+# rebuilds), busybox and this file, which holds the init script. Stale images of the same
+# kernel and root are removed.
 vm_initramfs() {
 	local kver=$1 root=$2 cachedir=$3 roothash key img
 	roothash=$(printf '%s' "$root" | sha256sum | cut -c 1-8)

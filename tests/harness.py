@@ -187,3 +187,44 @@ class AsyncWatch:
     def close(self):
         self.proc.kill()
         self.proc.wait()
+
+
+HOLDER_SCRIPT = r"""
+import sys
+from pyverbs.device import Context
+from pyverbs.pd import PD
+import pyverbs.enums as e
+ctx = Context(name=sys.argv[1])
+pd = PD(ctx)
+print("ready", flush=True)
+while True:
+    event = ctx.get_async_event()
+    kind = event.event_type
+    event.ack()
+    if kind == e.IBV_EVENT_DEVICE_FATAL:
+        print("DEVICE_FATAL", flush=True)
+        break
+"""
+
+
+class ContextHolder:
+    """A process that keeps a device open (a context and a PD) and reports
+    IBV_EVENT_DEVICE_FATAL, which uverbs sends when the device goes away
+    under it."""
+
+    def __init__(self, name):
+        self.proc = subprocess.Popen(["/usr/bin/python3", "-c", HOLDER_SCRIPT,
+                                      name], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        line = self.proc.stdout.readline()
+        assert line.strip() == "ready", line + self.proc.stdout.read()
+
+    def wait_fatal(self, timeout=15):
+        out, _ = self.proc.communicate(timeout=timeout)
+        assert "DEVICE_FATAL" in out, out
+        assert self.proc.returncode == 0, out
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

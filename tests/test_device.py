@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from harness import (SRNIC_ROOT, SYSFS_IB, AsyncWatch, Veth, devinfo_field,
+from harness import (SRNIC_ROOT, SYSFS_IB, AsyncWatch, ContextHolder, Veth,
+                     devinfo_field,
                      eui64_from_mac, ib_devices, ibv_devinfo, ipv4_gid,
                      link_add, link_delete, module_loaded, port_gids,
                      rdma_devs, rdma_links, run, sysfs_read, wait_for)
@@ -235,3 +236,27 @@ def test_rmmod_with_live_devices(srnic):
     finally:
         for pair in pairs:
             pair.close()
+
+
+def test_netdev_removal_with_device_open(srnic, veth):
+    """Unregistration does not wait for processes holding the device."""
+    link_add("busy0", veth.a)
+    holder = ContextHolder("busy0")
+    try:
+        run("ip", "link", "del", veth.a, timeout=30)
+        wait_for(lambda: "busy0" not in rdma_links(), what="device removal")
+        holder.wait_fatal()
+    finally:
+        holder.close()
+
+
+def test_rmmod_with_device_open(srnic, veth):
+    link_add("busy0", veth.a)
+    holder = ContextHolder("busy0")
+    try:
+        run("rmmod", "srnic", timeout=30)
+        assert not module_loaded()
+        holder.wait_fatal()
+    finally:
+        holder.close()
+        run("modprobe", "srnic")

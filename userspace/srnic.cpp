@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Registration of the srnic provider with libibverbs, and nothing else: how
+// devices are matched, the table of verbs srnic implements, device and context
+// allocation. The verbs themselves live in files named for their objects.
+#include "context.h"
+#include "device.h"
+#include "pd.h"
+#include "sysfs.h"
+#include "verbs_driver_abi.h"
+
+#include <rdma/srnic-abi.h>
+
+#include <new>
+
+namespace
+{
+
+// srnic matches with srnic_match_device() alone, yet the table must exist:
+// whenever some device reports a driver id (rxe does), libibverbs scans every
+// provider's table without checking for NULL. Sentinel only.
+constexpr verbs_match_ent srnic_match_table[] = {
+	{},
+};
+
+bool srnic_match_device(verbs_sysfs_dev *sysfs_dev) noexcept
+{
+	return srnic::sysfs_dev_is_srnic(*sysfs_dev);
+}
+
+verbs_device *srnic_alloc_device(verbs_sysfs_dev * /*sysfs_dev*/) noexcept
+{
+	// Zeroed, as libibverbs expects of a fresh verbs_device.
+	srnic::Device *dev = new (std::nothrow) srnic::Device{};
+	return dev ? &dev->vdev : nullptr;
+}
+
+void srnic_uninit_device(verbs_device *vdev) noexcept
+{
+	delete srnic::to_srnic_device(vdev);
+}
+
+void srnic_free_context(ibv_context *ibctx) noexcept
+{
+	srnic::close_context(ibctx);
+}
+
+// The verbs srnic implements, in verbs_context_ops' (alphabetical) order. The
+// others keep libibverbs' defaults, which fail with EOPNOTSUPP: CQs, QPs and
+// MRs come once the kernel implements them.
+constinit const verbs_context_ops srnic_context_ops = {
+	.alloc_pd = srnic::alloc_pd,
+	.dealloc_pd = srnic::dealloc_pd,
+	.free_context = srnic_free_context,
+	.query_device_ex = srnic::query_device_ex,
+	.query_port = srnic::query_port,
+};
+
+verbs_context *srnic_alloc_context(ibv_device *device, int cmd_fd, void * /*private_data*/) noexcept
+{
+	return srnic::open_context(device, cmd_fd, srnic_context_ops);
+}
+
+constinit const verbs_device_ops srnic_device_ops = {
+	.name = "srnic",
+	// libibverbs compares these with the device's uverbs ABI version, which
+	// the kernel sets to SRNIC_ABI_VERSION.
+	.match_min_abi_version = SRNIC_ABI_VERSION,
+	.match_max_abi_version = SRNIC_ABI_VERSION,
+	.match_table = srnic_match_table,
+	.match_device = srnic_match_device,
+	.alloc_context = srnic_alloc_context,
+	.alloc_device = srnic_alloc_device,
+	.uninit_device = srnic_uninit_device,
+};
+
+// libibverbs dlopen()s the provider; registering from a constructor is how it
+// learns about us (rdma-core's PROVIDER_DRIVER macro). The ops are constant-
+// initialised, so they are ready before any constructor runs.
+__attribute__((constructor)) void srnic_register_driver() noexcept
+{
+	verbs_register_driver_34(&srnic_device_ops);
+}
+
+} // namespace

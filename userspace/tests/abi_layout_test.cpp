@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Layouts the kernel and the provider must agree on: the shared rings of
+// srnic-abi.h, and the driver data each verb command carries (the kernel sees
+// it as udata; its lengths are listed here so the kernel side can check them).
+#include "context.h"
+#include "pd.h"
+#include "verbs_driver_abi.h"
+
+#include <rdma/srnic-abi.h>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+
+namespace srnic::test
+{
+namespace
+{
+
+// The kernel's udata.inlen for a command: what follows the core request.
+template <typename Cmd, typename Core>
+constexpr size_t udata_inlen()
+{
+	return sizeof(Cmd) - sizeof(Core);
+}
+
+TEST(SrnicAbi, QueueControlRecordKeepsEachSideOnItsOwnCacheLine)
+{
+	EXPECT_EQ(offsetof(srnic_queue_ctrl, producer), 0u);
+	EXPECT_EQ(offsetof(srnic_queue_ctrl, consumer), 64u);
+	EXPECT_EQ(offsetof(srnic_queue_ctrl, flags), 128u);
+	EXPECT_EQ(offsetof(srnic_queue_ctrl, notify), 132u);
+	EXPECT_EQ(offsetof(srnic_queue_ctrl, notify_seq), 136u);
+	EXPECT_EQ(sizeof(srnic_queue_ctrl), 192u);
+}
+
+TEST(SrnicAbi, CqeLayout)
+{
+	EXPECT_EQ(offsetof(srnic_cqe, wr_id), 0u);
+	EXPECT_EQ(offsetof(srnic_cqe, byte_len), 8u);
+	EXPECT_EQ(offsetof(srnic_cqe, imm_data), 12u);
+	EXPECT_EQ(offsetof(srnic_cqe, qp_num), 16u);
+	EXPECT_EQ(offsetof(srnic_cqe, status), 32u);
+	EXPECT_EQ(offsetof(srnic_cqe, owner), 39u);
+	EXPECT_EQ(offsetof(srnic_cqe, timestamp), 40u);
+	EXPECT_EQ(sizeof(srnic_cqe), 64u);
+}
+
+TEST(SrnicAbi, SendWqeLayout)
+{
+	EXPECT_EQ(offsetof(srnic_send_wqe, opcode), 8u);
+	EXPECT_EQ(offsetof(srnic_send_wqe, flags), 9u);
+	EXPECT_EQ(offsetof(srnic_send_wqe, num_sge), 10u);
+	EXPECT_EQ(offsetof(srnic_send_wqe, inline_len), 12u);
+	EXPECT_EQ(offsetof(srnic_send_wqe, imm_data), 16u);
+	EXPECT_EQ(offsetof(srnic_send_wqe, rdma.remote_addr), 24u);
+	EXPECT_EQ(offsetof(srnic_send_wqe, atomic.rkey), 48u);
+	EXPECT_EQ(offsetof(srnic_send_wqe, ud.remote_qkey), 32u);
+	EXPECT_EQ(sizeof(srnic_send_wqe), 64u);
+	EXPECT_EQ(sizeof(srnic_recv_wqe), 16u);
+	EXPECT_EQ(sizeof(srnic_sge), 16u);
+}
+
+TEST(VerbsCommands, AllocUcontextCarriesTheSrnicRequestAndResponse)
+{
+	EXPECT_EQ((udata_inlen<GetContextCmd, ibv_get_context>()), 8u);
+	EXPECT_EQ(offsetof(GetContextCmd, driver), sizeof(ibv_get_context));
+	EXPECT_EQ(sizeof(GetContextResp) - sizeof(ib_uverbs_get_context_resp), 16u);
+	EXPECT_EQ(offsetof(GetContextResp, driver), sizeof(ib_uverbs_get_context_resp));
+}
+
+TEST(VerbsCommands, AllocPdCarriesOnlyTheSrnicResponse)
+{
+	EXPECT_EQ(sizeof(AllocPdResp) - sizeof(ib_uverbs_alloc_pd_resp), 8u);
+	EXPECT_EQ(offsetof(AllocPdResp, driver), sizeof(ib_uverbs_alloc_pd_resp));
+}
+
+TEST(VerbsDriverAbi, SentinelMatchEntryIsAllZero)
+{
+	const verbs_match_ent sentinel = {};
+	EXPECT_EQ(sentinel.kind, VERBS_MATCH_SENTINEL);
+}
+
+TEST(VerbsDriverAbi, ContextEmbedsVerbsContextFirst)
+{
+	Context ctx = {};
+	ctx.ibv_ctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	EXPECT_EQ(to_srnic_context(&ctx.ibv_ctx.context), &ctx);
+	Pd pd = {};
+	EXPECT_EQ(to_srnic_pd(&pd.ibpd), &pd);
+}
+
+} // namespace
+} // namespace srnic::test

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Test helpers: ring memory laid out as the kernel maps it, and the kernel's
+// side of a CQ, so queue.h can be exercised without a device.
+#ifndef SRNIC_TESTS_FAKE_RING_H
+#define SRNIC_TESTS_FAKE_RING_H
+
+#include "queue.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <sys/mman.h>
+
+namespace srnic::test
+{
+
+// Anonymous, zero-filled, page-aligned memory standing in for a ring the
+// kernel maps: struct srnic_queue_ctrl, padding to ctrl_size, then entries.
+class FakeRingMemory
+{
+    public:
+	static constexpr uint32_t ctrl_size =
+		256; // > sizeof(srnic_queue_ctrl), like a kernel might
+
+	FakeRingMemory(uint32_t num_entries, uint32_t entry_size)
+	    : num_entries_(num_entries), entry_size_(entry_size),
+	      size_(ctrl_size + size_t{num_entries} * entry_size)
+	{
+		void *mem = mmap(nullptr, size_, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		EXPECT_NE(mem, MAP_FAILED);
+		mem_ = mem == MAP_FAILED ? nullptr : mem;
+	}
+	FakeRingMemory(const FakeRingMemory &) = delete;
+	FakeRingMemory &operator=(const FakeRingMemory &) = delete;
+	~FakeRingMemory()
+	{
+		if (mem_)
+			munmap(mem_, size_);
+	}
+
+	[[nodiscard]] bool valid() const
+	{
+		return mem_ &&
+		       ring_geometry_is_valid(size_, ctrl_size, num_entries_, entry_size_, 1);
+	}
+	[[nodiscard]] RingView view() const
+	{
+		return RingView(mem_, ctrl_size, num_entries_, entry_size_);
+	}
+	[[nodiscard]] srnic_queue_ctrl &ctrl() const
+	{
+		return *static_cast<srnic_queue_ctrl *>(mem_);
+	}
+
+	// Pretends the ring has already carried `start` entries: both indexes
+	// at start, as if created that way. Only for rings without owner bits.
+	void start_indexes_at(uint32_t start) const
+	{
+		ctrl().producer = start;
+		ctrl().consumer = start;
+	}
+
+    private:
+	void *mem_ = nullptr;
+	uint32_t num_entries_;
+	uint32_t entry_size_;
+	size_t size_;
+};
+
+// The kernel's side of a CQ: checks for room with the consumer index, writes
+// the body, then (release) the owner byte for the current lap.
+class FakeKernelCq
+{
+    public:
+	explicit FakeKernelCq(RingView ring)
+	    : ring_(ring), producer_(load_relaxed(ring.ctrl().producer))
+	{
+	}
+
+	// Writes a completion for wr_id; false if that would overrun the CQ.
+	bool complete(uint64_t wr_id, uint32_t byte_len = 0)
+	{
+		if (producer_ - load_acquire(ring_.ctrl().consumer) >= ring_.num_entries())
+			return false;
+
+		auto *cqe = reinterpret_cast<srnic_cqe *>(ring_.entry(producer_));
+		// Scribble over the whole body first, as a kernel reusing the slot
+		// would, so a reader that reads the body early sees garbage.
+		std::memset(cqe, 0xa5, offsetof(srnic_cqe, owner));
+		cqe->wr_id = wr_id;
+		cqe->byte_len = byte_len;
+		cqe->qp_num = 7;
+		cqe->status = 0;
+		std::atomic_ref<__u8>(cqe->owner)
+			.store(cqe_owner_phase(producer_, ring_.num_entries()),
+			       std::memory_order_release);
+		++producer_;
+		store_release(ring_.ctrl().producer, producer_);
+		return true;
+	}
+
+	// Makes a ring look as if `start` completions had already gone through
+	// it and been consumed: indexes at start, every slot holding a CQE of the
+	// lap before the one the reader now expects.
+	static void fast_forward(RingView ring, uint32_t start)
+	{
+		ring.ctrl().producer = start;
+		ring.ctrl().consumer = start;
+		for (uint32_t i = 0; i < ring.num_entries(); ++i) {
+			const uint32_t index = start + i;
+			auto *cqe = reinterpret_cast<srnic_cqe *>(ring.entry(index));
+			cqe->owner =
+				cqe_owner_phase(index - ring.num_entries(), ring.num_entries());
+		}
+	}
+
+    private:
+	RingView ring_;
+	uint32_t producer_;
+};
+
+} // namespace srnic::test
+
+#endif // SRNIC_TESTS_FAKE_RING_H

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// The private libibverbs provider ABI that srnic uses, and nothing more.
+//
+// Distributions do not install rdma-core's libibverbs/driver.h and
+// libibverbs/kern-abi.h, so these declarations are transcribed from the
+// rdma-core v44.0 sources. They describe structs that libibverbs allocates,
+// reads or writes itself, so every layout must match the library exactly: the
+// static_asserts below pin each size and offset srnic depends on.
+//
+// The numbers come from rdma-core itself: configure a v44.0 tree with cmake,
+// build its include/kernel-abi/ib_user_verbs.h target, and compile a C file
+// printing sizeof/offsetof of these structs with -I<build>/include -I<source>.
+// libibverbs signals a change of these layouts by renaming its symbol version
+// (IBVERBS_PRIVATE_34) and the registration function, so a provider built
+// against another one fails to load rather than corrupting memory.
+//
+// Debian 13's libibverbs 56.1 still exports IBVERBS_PRIVATE_34, but its
+// structs may have grown: re-measure before claiming support for it.
+#ifndef SRNIC_VERBS_DRIVER_ABI_H
+#define SRNIC_VERBS_DRIVER_ABI_H
+
+#include <infiniband/verbs.h>
+#include <linux/types.h>
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/ib_user_verbs.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+extern "C" {
+
+// ---- Device matching and registration (driver.h) -------------------------
+
+enum {
+	VERBS_MATCH_SENTINEL = 0,
+	VERBS_MATCH_PCI = 1,
+	VERBS_MATCH_MODALIAS = 2,
+	VERBS_MATCH_DRIVER_ID = 3,
+};
+
+// One row of a provider's match table; a row of all zeroes ends the table.
+struct verbs_match_ent {
+	void *driver_data;
+	union {
+		const char *modalias;
+		uint64_t driver_id;
+	} u;
+	uint16_t vendor;
+	uint16_t device;
+	uint8_t kind;
+};
+
+// ccan's intrusive list link, embedded in libibverbs' structs.
+struct list_node {
+	struct list_node *next;
+	struct list_node *prev;
+};
+
+// An RDMA device found in sysfs, owned by libibverbs.
+struct verbs_sysfs_dev {
+	struct list_node entry;
+	void *provider_data;
+	const struct verbs_match_ent *match;
+	unsigned int flags;
+	char sysfs_name[IBV_SYSFS_NAME_MAX];
+	dev_t sysfs_cdev;
+	char ibdev_name[IBV_SYSFS_NAME_MAX];
+	char ibdev_path[IBV_SYSFS_PATH_MAX]; // /sys/class/infiniband/<name>
+	char modalias[512];
+	uint64_t node_guid;
+	uint32_t driver_id;
+	enum ibv_node_type node_type;
+	int ibdev_idx;
+	uint32_t num_ports;
+	uint32_t abi_ver;
+	struct timespec time_created;
+};
+
+struct verbs_device;
+struct verbs_mr;
+
+// What a provider hands to verbs_register_driver_34.
+struct verbs_device_ops {
+	const char *name;
+
+	uint32_t match_min_abi_version;
+	uint32_t match_max_abi_version;
+	const struct verbs_match_ent *match_table;
+	const struct verbs_device_ops **static_providers;
+
+	bool (*match_device)(struct verbs_sysfs_dev *sysfs_dev);
+
+	struct verbs_context *(*alloc_context)(struct ibv_device *device, int cmd_fd,
+					       void *private_data);
+	struct verbs_context *(*import_context)(struct ibv_device *device, int cmd_fd);
+
+	struct verbs_device *(*alloc_device)(struct verbs_sysfs_dev *sysfs_dev);
+	void (*uninit_device)(struct verbs_device *device);
+};
+
+// The provider allocates this (embedded first in its own device struct);
+// libibverbs fills every field after alloc_device returns.
+struct verbs_device {
+	struct ibv_device device; // must be first
+	const struct verbs_device_ops *ops;
+	int refcount; // C11 atomic_int in libibverbs; only libibverbs touches it
+	struct list_node entry;
+	struct verbs_sysfs_dev *sysfs;
+	uint64_t core_support;
+};
+
+// Every verb a provider may implement, sorted by name as in driver.h. A NULL
+// entry leaves libibverbs' default in place, which fails with EOPNOTSUPP.
+struct verbs_context_ops {
+	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			 struct ibv_sge *sg_list, uint32_t num_sges);
+	struct ibv_dm *(*alloc_dm)(struct ibv_context *context, struct ibv_alloc_dm_attr *attr);
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
+	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *pd);
+	struct ibv_pd *(*alloc_parent_domain)(struct ibv_context *context,
+					      struct ibv_parent_domain_init_attr *attr);
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
+	struct ibv_td *(*alloc_td)(struct ibv_context *context, struct ibv_td_init_attr *init_attr);
+	void (*async_event)(struct ibv_context *context, struct ibv_async_event *event);
+	int (*attach_counters_point_flow)(struct ibv_counters *counters,
+					  struct ibv_counter_attach_attr *attr,
+					  struct ibv_flow *flow);
+	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
+	void (*cq_event)(struct ibv_cq *cq);
+	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+	struct ibv_counters *(*create_counters)(struct ibv_context *context,
+						struct ibv_counters_init_attr *init_attr);
+	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
+				    struct ibv_comp_channel *channel, int comp_vector);
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
+					  struct ibv_cq_init_attr_ex *init_attr);
+	struct ibv_flow *(*create_flow)(struct ibv_qp *qp, struct ibv_flow_attr *flow_attr);
+	struct ibv_flow_action *(*create_flow_action_esp)(struct ibv_context *context,
+							  struct ibv_flow_action_esp_attr *attr);
+	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
+				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
+	struct ibv_rwq_ind_table *(*create_rwq_ind_table)(
+		struct ibv_context *context, struct ibv_rwq_ind_table_init_attr *init_attr);
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr);
+	struct ibv_srq *(*create_srq_ex)(struct ibv_context *context,
+					 struct ibv_srq_init_attr_ex *srq_init_attr_ex);
+	struct ibv_wq *(*create_wq)(struct ibv_context *context,
+				    struct ibv_wq_init_attr *wq_init_attr);
+	int (*dealloc_mw)(struct ibv_mw *mw);
+	int (*dealloc_pd)(struct ibv_pd *pd);
+	int (*dealloc_td)(struct ibv_td *td);
+	int (*dereg_mr)(struct verbs_mr *vmr);
+	int (*destroy_ah)(struct ibv_ah *ah);
+	int (*destroy_counters)(struct ibv_counters *counters);
+	int (*destroy_cq)(struct ibv_cq *cq);
+	int (*destroy_flow)(struct ibv_flow *flow);
+	int (*destroy_flow_action)(struct ibv_flow_action *action);
+	int (*destroy_qp)(struct ibv_qp *qp);
+	int (*destroy_rwq_ind_table)(struct ibv_rwq_ind_table *rwq_ind_table);
+	int (*destroy_srq)(struct ibv_srq *srq);
+	int (*destroy_wq)(struct ibv_wq *wq);
+	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+	void (*free_context)(struct ibv_context *context);
+	int (*free_dm)(struct ibv_dm *dm);
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
+	struct ibv_dm *(*import_dm)(struct ibv_context *context, uint32_t dm_handle);
+	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
+	struct ibv_pd *(*import_pd)(struct ibv_context *context, uint32_t pd_handle);
+	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+	int (*modify_flow_action_esp)(struct ibv_flow_action *action,
+				      struct ibv_flow_action_esp_attr *attr);
+	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+	int (*modify_qp_rate_limit)(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *attr);
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask);
+	int (*modify_wq)(struct ibv_wq *wq, struct ibv_wq_attr *wq_attr);
+	struct ibv_qp *(*open_qp)(struct ibv_context *context, struct ibv_qp_open_attr *attr);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *context,
+				      struct ibv_xrcd_init_attr *xrcd_init_attr);
+	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+	int (*post_srq_ops)(struct ibv_srq *srq, struct ibv_ops_wr *op, struct ibv_ops_wr **bad_op);
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
+			     struct ibv_recv_wr **bad_recv_wr);
+	int (*query_device_ex)(struct ibv_context *context,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr, size_t attr_size);
+	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
+	int (*query_port)(struct ibv_context *context, uint8_t port_num,
+			  struct ibv_port_attr *port_attr);
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+			struct ibv_qp_init_attr *init_attr);
+	int (*query_qp_data_in_order)(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags);
+	int (*query_rt_values)(struct ibv_context *context, struct ibv_values_ex *values);
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
+	int (*read_counters)(struct ibv_counters *counters, uint64_t *counters_value,
+			     uint32_t ncounters, uint32_t flags);
+	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t dm_offset,
+				    size_t length, unsigned int access);
+	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t length,
+					uint64_t iova, int fd, int access);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
+				 int access);
+	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
+			size_t length, int access);
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+	int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
+	void (*unimport_dm)(struct ibv_dm *dm);
+	void (*unimport_mr)(struct ibv_mr *mr);
+	void (*unimport_pd)(struct ibv_pd *pd);
+};
+
+// The "34" is IBVERBS_PABI_VERSION, wired into the name so a provider built
+// for another private ABI fails to load instead of corrupting memory.
+void verbs_register_driver_34(const struct verbs_device_ops *ops);
+
+// ---- Context lifetime (driver.h) -----------------------------------------
+
+// Allocates alloc_size zeroed bytes with calloc(), initialises the
+// verbs_context found context_offset bytes into them and returns the start.
+// context_offset is an offset disguised as a pointer (driver.h computes it as
+// &((T *)NULL)->member). On failure it closes cmd_fd and returns NULL with
+// errno set. The memory must be released with verbs_uninit_context + free().
+void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd, size_t alloc_size,
+				    struct verbs_context *context_offset, uint32_t driver_id);
+// Releases what verbs_init_context acquired, including cmd_fd and async_fd.
+void verbs_uninit_context(struct verbs_context *context);
+// Installs the non-NULL entries of ops; the others keep their defaults.
+void verbs_set_ops(struct verbs_context *vctx, const struct verbs_context_ops *ops);
+
+enum {
+	VERBS_LOG_LEVEL_NONE,
+	VERBS_LOG_ERR,
+	VERBS_LOG_WARN,
+	VERBS_LOG_INFO,
+	VERBS_LOG_DEBUG,
+};
+
+// Writes to libibverbs' log (VERBS_LOG_LEVEL / VERBS_LOG_FILE environment).
+void __verbs_log(struct verbs_context *ctx, uint32_t level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+// ---- Command buffers (kern-abi.h) ----------------------------------------
+//
+// libibverbs' request structs are the uverbs write() header followed by the
+// core payload of the kernel's struct, without its flexible driver_data[]
+// member (C++ forbids embedding a struct with a flexible array member before
+// other members, which is how a provider appends its own payload). A
+// provider's driver data follows immediately; libibverbs sends
+// cmd_size - sizeof(core) bytes of it as the kernel's udata input, and
+// resp_size - sizeof(core response) bytes as udata output.
+
+struct ibv_get_context {
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+};
+
+struct ibv_alloc_pd {
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+};
+
+struct ibv_query_port {
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u8 port_num;
+	__u8 reserved[7];
+};
+
+// The fixed part of struct ib_uverbs_get_context_resp. alignas keeps the
+// 8-byte alignment its __aligned_u64 driver_data[] gives the kernel's struct.
+struct alignas(8) ibv_get_context_resp_core {
+	__u32 async_fd;
+	__u32 num_comp_vectors;
+};
+
+// The fixed part of struct ib_uverbs_alloc_pd_resp.
+struct ibv_alloc_pd_resp_core {
+	__u32 pd_handle;
+};
+
+int ibv_cmd_get_context(struct verbs_context *context, struct ibv_get_context *cmd, size_t cmd_size,
+			struct ib_uverbs_get_context_resp *resp, size_t resp_size);
+int ibv_cmd_query_device_any(struct ibv_context *context,
+			     const struct ibv_query_device_ex_input *input,
+			     struct ibv_device_attr_ex *attr, size_t attr_size,
+			     struct ib_uverbs_ex_query_device_resp *resp, size_t *resp_size);
+int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
+		       struct ibv_port_attr *port_attr, struct ibv_query_port *cmd,
+		       size_t cmd_size);
+int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd, struct ibv_alloc_pd *cmd,
+		     size_t cmd_size, struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
+
+} // extern "C"
+
+// ---- Layout checks against rdma-core v44.0 (x86_64) ----------------------
+
+static_assert(sizeof(struct verbs_match_ent) == 24);
+static_assert(offsetof(struct verbs_match_ent, u) == 8);
+static_assert(offsetof(struct verbs_match_ent, kind) == 20);
+
+static_assert(sizeof(struct verbs_sysfs_dev) == 992);
+static_assert(offsetof(struct verbs_sysfs_dev, ibdev_name) == 112);
+static_assert(offsetof(struct verbs_sysfs_dev, ibdev_path) == 176);
+static_assert(offsetof(struct verbs_sysfs_dev, driver_id) == 952);
+static_assert(offsetof(struct verbs_sysfs_dev, abi_ver) == 968);
+
+static_assert(sizeof(struct verbs_device_ops) == 72);
+static_assert(offsetof(struct verbs_device_ops, match_min_abi_version) == 8);
+static_assert(offsetof(struct verbs_device_ops, match_table) == 16);
+static_assert(offsetof(struct verbs_device_ops, match_device) == 32);
+static_assert(offsetof(struct verbs_device_ops, alloc_context) == 40);
+static_assert(offsetof(struct verbs_device_ops, alloc_device) == 56);
+static_assert(offsetof(struct verbs_device_ops, uninit_device) == 64);
+
+static_assert(sizeof(struct ibv_device) == 664);
+static_assert(offsetof(struct verbs_device, device) == 0);
+static_assert(offsetof(struct verbs_device, ops) == 664);
+static_assert(offsetof(struct verbs_device, refcount) == 672);
+static_assert(offsetof(struct verbs_device, sysfs) == 696);
+static_assert(sizeof(struct verbs_device) == 712);
+
+// 76 function pointers; the offsets are those of the entries srnic sets.
+static_assert(sizeof(struct verbs_context_ops) == 608);
+static_assert(offsetof(struct verbs_context_ops, alloc_pd) == 40);
+static_assert(offsetof(struct verbs_context_ops, dealloc_pd) == 208);
+static_assert(offsetof(struct verbs_context_ops, free_context) == 312);
+static_assert(offsetof(struct verbs_context_ops, query_device_ex) == 464);
+static_assert(offsetof(struct verbs_context_ops, query_port) == 480);
+static_assert(offsetof(struct verbs_context_ops, unimport_pd) == 600);
+
+// Public, but the provider embeds it, so its size is part of what we rely on.
+static_assert(sizeof(struct verbs_context) == 648);
+
+static_assert(sizeof(struct ibv_get_context) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_get_context));
+static_assert(sizeof(struct ibv_get_context) == 16);
+static_assert(sizeof(struct ibv_alloc_pd) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_alloc_pd));
+static_assert(sizeof(struct ibv_alloc_pd) == 16);
+static_assert(sizeof(struct ibv_query_port) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_query_port));
+static_assert(offsetof(struct ibv_query_port, port_num) == 16);
+static_assert(sizeof(struct ibv_query_port) == 24);
+static_assert(sizeof(struct ibv_get_context_resp_core) ==
+	      sizeof(struct ib_uverbs_get_context_resp));
+static_assert(alignof(struct ibv_get_context_resp_core) ==
+	      alignof(struct ib_uverbs_get_context_resp));
+static_assert(sizeof(struct ibv_alloc_pd_resp_core) == sizeof(struct ib_uverbs_alloc_pd_resp));
+
+#endif // SRNIC_VERBS_DRIVER_ABI_H
