@@ -70,6 +70,39 @@ struct srnic_dev {
 	int link_index;
 };
 
+/* The control record occupies the ring's whole first page. */
+#define SRNIC_QUEUE_CTRL_SIZE PAGE_SIZE
+/* Upper bound on one ring's memory (control page included). */
+#define SRNIC_QUEUE_MAX_BYTES (64UL << 20)
+
+/**
+ * struct srnic_queue - one ring shared with the provider (or kernel-only)
+ * @buf: vmalloc_user() memory: control page, then the entries
+ * @size: bytes of @buf, page aligned
+ * @ctrl: the control record at the start of @buf
+ * @entries: first entry
+ * @num_entries: power of two
+ * @entry_size: power of two
+ * @mmap_entry: for user rings, the entry that owns @buf
+ *
+ * Fields of @ctrl written by the provider are untrusted: read them once
+ * (READ_ONCE) and validate before use.
+ */
+struct srnic_queue {
+	void *buf;
+	size_t size;
+	struct srnic_queue_ctrl *ctrl;
+	void *entries;
+	u32 num_entries;
+	u32 entry_size;
+	struct rdma_user_mmap_entry *mmap_entry;
+};
+
+static inline void *srnic_queue_entry(struct srnic_queue *q, u32 index)
+{
+	return q->entries + (size_t)(index & (q->num_entries - 1)) * q->entry_size;
+}
+
 struct srnic_ucontext {
 	struct ib_ucontext ibuc;
 };
@@ -105,6 +138,14 @@ void srnic_netdev_notifier_unregister(void);
 void srnic_port_init(struct srnic_dev *sdev);
 void srnic_port_update_state(struct srnic_dev *sdev);
 void srnic_port_update_mtu(struct srnic_dev *sdev);
+
+/* srnic_queue.c: rings shared with the provider */
+int srnic_queue_init(struct srnic_queue *q, u32 num_entries, u32 entry_size);
+int srnic_queue_map(struct srnic_queue *q, struct ib_ucontext *uctx,
+		    struct srnic_queue_desc *desc);
+void srnic_queue_destroy(struct srnic_queue *q);
+int srnic_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
+void srnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
 
 /* srnic_verbs.c: the ib_device_ops table */
 extern const struct ib_device_ops srnic_dev_ops;

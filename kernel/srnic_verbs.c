@@ -137,7 +137,7 @@ static int srnic_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct srnic_alloc_ucontext_resp resp = {
 		.abi_version = SRNIC_ABI_VERSION,
 		.max_inline_data = SRNIC_MAX_INLINE_DATA,
-		.queue_ctrl_size = PAGE_SIZE,
+		.queue_ctrl_size = SRNIC_QUEUE_CTRL_SIZE,
 		.page_size = PAGE_SIZE,
 	};
 	int err;
@@ -262,6 +262,8 @@ const struct ib_device_ops srnic_dev_ops = {
 	.get_dev_fw_str = srnic_get_dev_fw_str,
 	.get_link_layer = srnic_get_link_layer,
 	.get_port_immutable = srnic_get_port_immutable,
+	.mmap = srnic_mmap,
+	.mmap_free = srnic_mmap_free,
 	.modify_device = srnic_modify_device,
 	.query_device = srnic_query_device,
 	.query_pkey = srnic_query_pkey,

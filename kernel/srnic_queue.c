@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: ring memory shared with the provider.
+ *
+ * Every SQ, RQ, SRQ and CQ is one vmalloc_user() buffer: a control page
+ * (struct srnic_queue_ctrl) followed by a power-of-two array of fixed-size
+ * entries. For user objects the buffer is exposed through an
+ * rdma_user_mmap_entry, which then owns it: the buffer is freed in
+ * srnic_mmap_free() once the object is destroyed and no mmap() of it is in
+ * progress, while pages still mapped by the process stay alive through the
+ * references remap_vmalloc_range() took on them.
+ */
+
+#include <linux/log2.h>
+#include <linux/overflow.h>
+#include <linux/vmalloc.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "srnic.h"
+
+struct srnic_mmap_entry {
+	struct rdma_user_mmap_entry rdma_entry;
+	void *buf;
+};
+
+static struct srnic_mmap_entry *
+to_srnic_mmap_entry(struct rdma_user_mmap_entry *rdma_entry)
+{
+	return container_of(rdma_entry, struct srnic_mmap_entry, rdma_entry);
+}
+
+/**
+ * srnic_queue_init() - allocate a ring
+ * @q: the queue to set up
+ * @num_entries: entries, a power of two
+ * @entry_size: bytes per entry, a power of two
+ *
+ * The memory is zeroed, so a CQ ring holds no valid CQE (see struct
+ * srnic_cqe) and all indexes start at 0.
+ *
+ * Return: 0, -EINVAL for a bad geometry, -ENOMEM.
+ */
+int srnic_queue_init(struct srnic_queue *q, u32 num_entries, u32 entry_size)
+{
+	size_t bytes;
+
+	if (!is_power_of_2(num_entries) || !is_power_of_2(entry_size))
+		return -EINVAL;
+	if (check_mul_overflow((size_t)num_entries, (size_t)entry_size, &bytes) ||
+	    check_add_overflow(bytes, (size_t)SRNIC_QUEUE_CTRL_SIZE, &bytes) ||
+	    bytes > SRNIC_QUEUE_MAX_BYTES)
+		return -EINVAL;
+
+	memset(q, 0, sizeof(*q));
+	q->size = PAGE_ALIGN(bytes);
+	q->buf = vmalloc_user(q->size);
+	if (!q->buf)
+		return -ENOMEM;
+	q->ctrl = q->buf;
+	q->entries = q->buf + SRNIC_QUEUE_CTRL_SIZE;
+	q->num_entries = num_entries;
+	q->entry_size = entry_size;
+	return 0;
+}
+
+/**
+ * srnic_queue_map() - make a ring mappable by the process owning @uctx
+ * @q: a queue set up by srnic_queue_init()
+ * @uctx: the user context
+ * @desc: filled with where and how the provider maps it
+ *
+ * From here on the mmap entry owns the buffer.
+ */
+int srnic_queue_map(struct srnic_queue *q, struct ib_ucontext *uctx,
+		    struct srnic_queue_desc *desc)
+{
+	struct srnic_mmap_entry *entry;
+	int err;
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry)
+		return -ENOMEM;
+	entry->buf = q->buf;
+	err = rdma_user_mmap_entry_insert(uctx, &entry->rdma_entry, q->size);
+	if (err) {
+		kfree(entry);
+		return err;
+	}
+	q->mmap_entry = &entry->rdma_entry;
+
+	memset(desc, 0, sizeof(*desc));
+	desc->mmap_offset = rdma_user_mmap_get_offset(q->mmap_entry);
+	desc->mmap_size = q->size;
+	desc->num_entries = q->num_entries;
+	desc->entry_size = q->entry_size;
+	return 0;
+}
+
+/**
+ * srnic_queue_destroy() - release a ring
+ * @q: the queue; may be one whose srnic_queue_init() failed or never ran
+ */
+void srnic_queue_destroy(struct srnic_queue *q)
+{
+	if (q->mmap_entry)
+		rdma_user_mmap_entry_remove(q->mmap_entry);	/* frees buf */
+	else
+		vfree(q->buf);
+	memset(q, 0, sizeof(*q));
+}
+
+/* ib_device_ops.mmap: map a ring the context was given a descriptor for. */
+int srnic_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rdma_entry;
+	int err;
+
+	rdma_entry = rdma_user_mmap_entry_get(uctx, vma);
+	if (!rdma_entry)
+		return -EINVAL;
+	/* The whole ring or nothing: partial maps would hide entries. */
+	if (vma->vm_end - vma->vm_start != rdma_entry->npages << PAGE_SHIFT)
+		err = -EINVAL;
+	else
+		err = remap_vmalloc_range(vma,
+					  to_srnic_mmap_entry(rdma_entry)->buf,
+					  0);
+	rdma_user_mmap_entry_put(rdma_entry);
+	return err;
+}
+
+/* ib_device_ops.mmap_free: the last reference to a ring entry is gone. */
+void srnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+{
+	struct srnic_mmap_entry *entry = to_srnic_mmap_entry(rdma_entry);
+
+	vfree(entry->buf);
+	kfree(entry);
+}
