@@ -260,3 +260,19 @@ def test_rmmod_with_device_open(srnic, veth):
     finally:
         holder.close()
         run("modprobe", "srnic")
+
+
+def test_demo_shows_two_active_devices_with_gids(srnic):
+    """What `make run` prints: both devices ACTIVE with RoCE v2 GIDs."""
+    try:
+        out = run("scripts/demo.sh", timeout=120).stdout
+    finally:
+        for name in ("srnic0", "srnic1"):
+            link_delete(name, check=False)
+        run("ip", "link", "del", "srnic-a", check=False)
+    for name, netdev in (("srnic0", "srnic-a"), ("srnic1", "srnic-b")):
+        assert f"link {name}/1 state ACTIVE physical_state LINK_UP " \
+               f"netdev {netdev}" in out, out
+    assert "::ffff:198.18.0.1, RoCE v2" in out
+    assert "::ffff:198.18.0.2, RoCE v2" in out
+    assert out.count("PORT_ACTIVE (4)") == 2

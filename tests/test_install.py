@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-2.0
+"""`make install` / `make uninstall` put srnic where a real host needs it:
+the module under /lib/modules/<ver>/updates (depmod'ed, so modprobe and the
+link-type alias work) and the provider in libibverbs' provider directory
+with /etc/libibverbs.d/srnic.driver naming it.
+
+Runs in the VM, whose root is a throwaway overlay of the host's.
+"""
+import os
+import subprocess
+
+from harness import Veth, ib_devices, link_add, module_loaded, run
+
+KVER = os.uname().release
+MODULE = f"/lib/modules/{KVER}/updates/srnic.ko"
+DRIVER_CONF = "/etc/libibverbs.d/srnic.driver"
+
+
+def provider_dir():
+    libdir = run("pkg-config", "--variable=libdir", "libibverbs").stdout.strip()
+    return f"{libdir}/libibverbs"
+
+
+OPEN_AND_SHOW_PROVIDER = r"""
+import sys
+from pyverbs.device import Context
+with Context(name=sys.argv[1]):
+    maps = open("/proc/self/maps").read()
+    print([l.split()[-1] for l in maps.splitlines() if "libsrnic" in l][0])
+"""
+
+
+def test_uninstall_then_install():
+    if module_loaded():
+        run("rmmod", "srnic")
+    provider = f"{provider_dir()}/libsrnic-rdmav34.so"
+
+    run("make", "uninstall", timeout=300)
+    assert not os.path.exists(MODULE)
+    assert not os.path.exists(DRIVER_CONF)
+    assert not os.path.exists(provider)
+    assert run("modprobe", "srnic", check=False).returncode != 0
+
+    run("make", "install", timeout=300)
+    assert os.path.exists(MODULE)
+    assert os.path.exists(provider)
+    with open(DRIVER_CONF) as f:
+        assert f.read().split() == ["driver", "srnic"]
+
+    pair = Veth()
+    try:
+        # The link-type alias autoloads the installed module.
+        link_add("inst0", pair.a)
+        assert module_loaded()
+        assert "inst0" in ib_devices()
+        out = subprocess.run(["/usr/bin/python3", "-c", OPEN_AND_SHOW_PROVIDER,
+                              "inst0"], capture_output=True, text=True,
+                             check=True).stdout
+        assert out.strip() == provider
+        run("rdma", "link", "delete", "inst0")
+    finally:
+        pair.close()
