@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0
+// White-box tests of kernel/srnic_wire.c (RoCEv2 parsing and ICRC), built
+// from the kernel source itself.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+extern "C" {
+#include "srnic_wire.h"
+}
+
+namespace
+{
+
+constexpr uint8_t rc(uint8_t op)
+{
+	return SRNIC_OPCODE(SRNIC_TRANSPORT_RC, op);
+}
+
+std::vector<uint8_t> make_packet(uint8_t opcode, size_t payload, uint8_t pad = 0,
+				 uint32_t dqpn = 0x123456, uint32_t psn = 0xabcdef,
+				 bool ack_req = true, bool se = true)
+{
+	uint32_t flags = srnic_opcode_flags[opcode];
+	size_t hdr = srnic_opcode_hdr_len(flags);
+	std::vector<uint8_t> p(hdr + payload + pad + SRNIC_ICRC_SIZE, 0x5a);
+	auto *bth = reinterpret_cast<srnic_bth *>(p.data());
+	bth->opcode = opcode;
+	bth->flags = FIELD_PREP(SRNIC_BTH_FLAGS_PAD_MASK, pad) | (se ? SRNIC_BTH_FLAGS_SE_MASK : 0);
+	bth->pkey = cpu_to_be16(0xffff);
+	bth->dqpn = cpu_to_be32(dqpn);
+	bth->apsn = cpu_to_be32(psn | (ack_req ? SRNIC_BTH_APSN_ACKREQ_MASK : 0));
+	return p;
+}
+
+TEST(WireOpcodes, HeaderLengthsMatchIbta)
+{
+	auto len = [](uint8_t opcode) { return srnic_opcode_hdr_len(srnic_opcode_flags[opcode]); };
+	EXPECT_EQ(len(rc(SRNIC_OP_SEND_ONLY)), 12u);
+	EXPECT_EQ(len(rc(SRNIC_OP_SEND_ONLY_IMM)), 16u);
+	EXPECT_EQ(len(rc(SRNIC_OP_WRITE_ONLY)), 28u);
+	EXPECT_EQ(len(rc(SRNIC_OP_WRITE_ONLY_IMM)), 32u);
+	EXPECT_EQ(len(rc(SRNIC_OP_READ_REQUEST)), 28u);
+	EXPECT_EQ(len(rc(SRNIC_OP_READ_RESPONSE_MIDDLE)), 12u);
+	EXPECT_EQ(len(rc(SRNIC_OP_READ_RESPONSE_FIRST)), 16u);
+	EXPECT_EQ(len(rc(SRNIC_OP_CMP_SWAP)), 40u);
+	EXPECT_EQ(len(rc(SRNIC_OP_ACK)), 16u);
+	EXPECT_EQ(len(rc(SRNIC_OP_ATOMIC_ACK)), 24u);
+	EXPECT_EQ(len(rc(SRNIC_OP_SEND_ONLY_INV)), 16u);
+	EXPECT_EQ(len(SRNIC_OPCODE(SRNIC_TRANSPORT_UD, SRNIC_OP_SEND_ONLY_IMM)), 24u);
+	EXPECT_EQ(len(SRNIC_OPCODE(SRNIC_TRANSPORT_XRC, SRNIC_OP_WRITE_ONLY_IMM)), 36u);
+	EXPECT_EQ(len(0x81), 28u); // CNP
+}
+
+TEST(WireOpcodes, ReservedAndUnsupportedOpcodesAreRejected)
+{
+	for (uint8_t op : {0x15, 0x18, 0x1f, 0x40, 0x41, 0x60, 0x6c, 0x2c, 0x80, 0xe0, 0xff})
+		EXPECT_EQ(srnic_opcode_flags[op], 0u) << "opcode " << int(op);
+	// Every accepted opcode is exactly one of request, response or CNP.
+	for (int op = 0; op < 256; op++) {
+		uint32_t f = srnic_opcode_flags[op];
+		if (!f)
+			continue;
+		int kinds = !!(f & SRNIC_OPF_REQUEST) + !!(f & SRNIC_OPF_RESPONSE) +
+			    !!(f & SRNIC_OPF_CNP);
+		EXPECT_EQ(kinds, 1) << "opcode " << op;
+	}
+}
+
+TEST(WireParse, DecodesEveryField)
+{
+	auto p = make_packet(rc(SRNIC_OP_WRITE_ONLY_IMM), 1021, 3);
+	srnic_pkt pkt;
+	ASSERT_EQ(srnic_parse_transport(p.data(), p.size(), &pkt), SRNIC_PARSE_OK);
+	EXPECT_EQ(pkt.opcode, rc(SRNIC_OP_WRITE_ONLY_IMM));
+	EXPECT_EQ(pkt.dqpn, 0x123456u);
+	EXPECT_EQ(pkt.psn, 0xabcdefu);
+	EXPECT_TRUE(pkt.ack_req);
+	EXPECT_TRUE(pkt.solicited);
+	EXPECT_EQ(pkt.pkey, 0xffff);
+	EXPECT_EQ(pkt.pad, 3);
+	EXPECT_EQ(pkt.hdr_len, 32u);
+	EXPECT_EQ(pkt.payload_len, 1021u);
+	EXPECT_EQ(pkt.reth, 12);
+	EXPECT_EQ(pkt.immdt, 28);
+	EXPECT_EQ(pkt.aeth, 0);
+	EXPECT_TRUE(pkt.flags & SRNIC_OPF_RECV_WQE);
+}
+
+TEST(WireParse, ExtensionHeadersInWireOrder)
+{
+	srnic_pkt pkt;
+	auto atomic_ack = make_packet(rc(SRNIC_OP_ATOMIC_ACK), 0);
+	ASSERT_EQ(srnic_parse_transport(atomic_ack.data(), atomic_ack.size(), &pkt),
+		  SRNIC_PARSE_OK);
+	EXPECT_EQ(pkt.aeth, 12);
+	EXPECT_EQ(pkt.atmack, 16);
+
+	auto xrc = make_packet(SRNIC_OPCODE(SRNIC_TRANSPORT_XRC, SRNIC_OP_WRITE_ONLY_IMM), 8);
+	ASSERT_EQ(srnic_parse_transport(xrc.data(), xrc.size(), &pkt), SRNIC_PARSE_OK);
+	EXPECT_EQ(pkt.xrceth, 12);
+	EXPECT_EQ(pkt.reth, 16);
+	EXPECT_EQ(pkt.immdt, 32);
+
+	auto ud = make_packet(SRNIC_OPCODE(SRNIC_TRANSPORT_UD, SRNIC_OP_SEND_ONLY_IMM), 8);
+	ASSERT_EQ(srnic_parse_transport(ud.data(), ud.size(), &pkt), SRNIC_PARSE_OK);
+	EXPECT_EQ(pkt.deth, 12);
+	EXPECT_EQ(pkt.immdt, 20);
+}
+
+TEST(WireParse, RejectsMalformedPackets)
+{
+	srnic_pkt pkt;
+	auto ok = make_packet(rc(SRNIC_OP_SEND_ONLY), 8);
+	EXPECT_EQ(srnic_parse_transport(ok.data(), 15, &pkt), SRNIC_PARSE_TOO_SHORT);
+
+	auto tver = ok;
+	tver[1] |= 1;
+	EXPECT_EQ(srnic_parse_transport(tver.data(), tver.size(), &pkt), SRNIC_PARSE_BAD_TVER);
+
+	auto rd = make_packet(rc(SRNIC_OP_SEND_ONLY), 8);
+	rd[0] = 0x44; // RD SEND ONLY: no RD support
+	EXPECT_EQ(srnic_parse_transport(rd.data(), rd.size(), &pkt), SRNIC_PARSE_BAD_OPCODE);
+
+	auto truncated_reth = make_packet(rc(SRNIC_OP_WRITE_ONLY), 0);
+	EXPECT_EQ(srnic_parse_transport(truncated_reth.data(), truncated_reth.size() - 1, &pkt),
+		  SRNIC_PARSE_TOO_SHORT);
+
+	auto ack_with_payload = make_packet(rc(SRNIC_OP_ACK), 4);
+	EXPECT_EQ(srnic_parse_transport(ack_with_payload.data(), ack_with_payload.size(), &pkt),
+		  SRNIC_PARSE_UNEXPECTED_PAYLOAD);
+
+	auto pad_in_middle = make_packet(rc(SRNIC_OP_SEND_MIDDLE), 1020, 4 - 1020 % 4 + 3);
+	EXPECT_EQ(srnic_parse_transport(pad_in_middle.data(), pad_in_middle.size(), &pkt),
+		  SRNIC_PARSE_BAD_PAD);
+
+	auto pad_too_big = make_packet(rc(SRNIC_OP_SEND_ONLY), 0, 0);
+	pad_too_big[1] |= FIELD_PREP(SRNIC_BTH_FLAGS_PAD_MASK, 2);
+	EXPECT_EQ(srnic_parse_transport(pad_too_big.data(), pad_too_big.size(), &pkt),
+		  SRNIC_PARSE_BAD_PAD);
+}
+
+// Arbitrary bytes of every length: the parser never reads outside the
+// buffer (ASan watches the exact-size allocation) and what it accepts adds up.
+TEST(WireParse, ArbitraryInputStaysInBounds)
+{
+	std::mt19937 rng(4791);
+	for (int round = 0; round < 20000; round++) {
+		size_t len = rng() % 96;
+		std::vector<uint8_t> buf(len);
+		for (auto &b : buf)
+			b = rng();
+		if (len && round % 2)
+			buf[0] = round / 2 % 256; // cover every opcode
+		if (len > 1)
+			buf[1] &= 0xf0; // mostly valid TVer
+		srnic_pkt pkt;
+		if (srnic_parse_transport(buf.data(), buf.size(), &pkt) != SRNIC_PARSE_OK)
+			continue;
+		EXPECT_EQ(size_t(pkt.hdr_len) + pkt.payload_len + pkt.pad + SRNIC_ICRC_SIZE, len);
+	}
+}
+
+// An oracle for the ICRC written independently of the code under test: the
+// standard CRC-32 (bitwise) over a masked copy of the whole packet.
+uint32_t crc32_bitwise(const std::vector<uint8_t> &data)
+{
+	uint32_t crc = ~0u;
+	for (uint8_t b : data) {
+		crc ^= b;
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
+	}
+	return ~crc;
+}
+
+struct RoceFrame {
+	std::vector<uint8_t> bytes; // IP + UDP + transport packet (with ICRC)
+	size_t ip_len;
+};
+
+RoceFrame make_frame(bool ipv6, const std::vector<uint8_t> &transport)
+{
+	RoceFrame f{{}, ipv6 ? size_t(SRNIC_IPV6_HDR_LEN) : size_t(SRNIC_IPV4_HDR_LEN)};
+	f.bytes.resize(f.ip_len + SRNIC_UDP_HDR_LEN);
+	for (size_t i = 0; i < f.bytes.size(); i++)
+		f.bytes[i] = uint8_t(17 * i + 3);
+	f.bytes[0] = ipv6 ? 0x60 : 0x45;
+	f.bytes.insert(f.bytes.end(), transport.begin(), transport.end());
+	return f;
+}
+
+uint32_t expected_icrc(const RoceFrame &f, bool ipv6)
+{
+	std::vector<uint8_t> m(8, 0xff);
+	m.insert(m.end(), f.bytes.begin(), f.bytes.end() - SRNIC_ICRC_SIZE);
+	uint8_t *ip = m.data() + 8;
+	if (ipv6) {
+		ip[0] |= 0x0f;
+		ip[1] = ip[2] = ip[3] = 0xff;
+		ip[7] = 0xff;
+	} else {
+		ip[1] = ip[8] = ip[10] = ip[11] = 0xff;
+	}
+	ip[f.ip_len + 6] = ip[f.ip_len + 7] = 0xff;
+	ip[f.ip_len + SRNIC_UDP_HDR_LEN + 4] = 0xff;
+	return crc32_bitwise(m);
+}
+
+uint32_t srnic_icrc_of(const RoceFrame &f, bool ipv6)
+{
+	const uint8_t *bth = f.bytes.data() + f.ip_len + SRNIC_UDP_HDR_LEN;
+	srnic_pkt pkt;
+	size_t transport_len = f.bytes.size() - f.ip_len - SRNIC_UDP_HDR_LEN;
+	EXPECT_EQ(srnic_parse_transport(bth, transport_len, &pkt), SRNIC_PARSE_OK);
+	uint32_t crc = srnic_icrc_headers(f.bytes.data(), ipv6, bth, pkt.hdr_len);
+	crc = srnic_icrc_update(crc, bth + pkt.hdr_len, pkt.payload_len + pkt.pad);
+	return le32_to_cpu(srnic_icrc_finish(crc));
+}
+
+TEST(WireIcrc, SeedIsTheMaskedLrh)
+{
+	const std::array<uint8_t, 8> ones{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	// The constant rxe starts from.
+	EXPECT_EQ(crc32_le(~0u, ones.data(), ones.size()), 0xdebb20e3u);
+}
+
+TEST(WireIcrc, MatchesIndependentCrcAndIgnoresMutableFields)
+{
+	for (bool ipv6 : {false, true}) {
+		auto f = make_frame(ipv6, make_packet(rc(SRNIC_OP_WRITE_ONLY_IMM), 37, 3));
+		uint32_t icrc = srnic_icrc_of(f, ipv6);
+		EXPECT_EQ(icrc, expected_icrc(f, ipv6)) << "ipv6=" << ipv6;
+
+		// Fields routers rewrite, and BTH resv8a, are outside the ICRC.
+		auto g = f;
+		size_t udp = f.ip_len;
+		if (ipv6) {
+			g.bytes[1] ^= 0x5a; // flow label
+			g.bytes[7] ^= 0x01; // hop limit
+		} else {
+			g.bytes[1] ^= 0x10;  // TOS
+			g.bytes[8] ^= 0x01;  // TTL
+			g.bytes[10] ^= 0x77; // checksum
+		}
+		g.bytes[udp + 6] ^= 0x42;		      // UDP checksum
+		g.bytes[udp + SRNIC_UDP_HDR_LEN + 4] ^= 0x80; // resv8a
+		EXPECT_EQ(srnic_icrc_of(g, ipv6), icrc);
+
+		// Everything else is covered.
+		for (size_t at :
+		     {size_t(4), udp + 2, udp + SRNIC_UDP_HDR_LEN + 5, f.bytes.size() - 6}) {
+			auto h = f;
+			h.bytes[at] ^= 0x01;
+			EXPECT_NE(srnic_icrc_of(h, ipv6), icrc) << "byte " << at;
+		}
+	}
+}
+
+} // namespace
