@@ -42,6 +42,21 @@ struct srnic_port {
 	enum ib_mtu active_mtu;
 };
 
+/* Per-device packet counters (srnic_counters.c names them). */
+enum srnic_counter {
+	SRNIC_CNT_RX_PACKETS,		/* valid packets received */
+	SRNIC_CNT_RX_DROP_BAD_IP,	/* IPv4 options, not UDP over IPv6 */
+	SRNIC_CNT_RX_DROP_TOO_SHORT,	/* truncated UDP or headers */
+	SRNIC_CNT_RX_DROP_BAD_TVER,	/* BTH transport version not 0 */
+	SRNIC_CNT_RX_DROP_BAD_OPCODE,	/* opcode srnic does not accept */
+	SRNIC_CNT_RX_DROP_BAD_PAD,	/* pad count impossible here */
+	SRNIC_CNT_RX_DROP_BAD_PAYLOAD,	/* payload on an opcode without */
+	SRNIC_CNT_RX_DROP_BAD_PKEY,	/* P_Key not the default */
+	SRNIC_CNT_RX_DROP_BAD_ICRC,	/* invariant CRC mismatch */
+	SRNIC_CNT_RX_DROP_NO_QP,	/* destination QP does not exist */
+	SRNIC_NUM_COUNTERS,
+};
+
 /**
  * struct srnic_dev - one srnic RDMA device, bound to one netdev
  * @ibdev: the ib_core device; freed by ib_core after dealloc_driver
@@ -56,6 +71,8 @@ struct srnic_port {
  * @port: port state
  * @pd_ids: allocator of protection domain numbers
  * @link_index: number in the parent's name
+ * @net: namespace whose sockets the device uses (its netdev's at creation)
+ * @counters: enum srnic_counter, updated from any context
  */
 struct srnic_dev {
 	struct ib_device ibdev;
@@ -68,6 +85,8 @@ struct srnic_dev {
 	struct srnic_port port;
 	struct ida pd_ids;
 	int link_index;
+	possible_net_t net;
+	atomic64_t counters[SRNIC_NUM_COUNTERS];
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -131,6 +150,23 @@ static inline struct srnic_pd *to_srnic_pd(struct ib_pd *pd)
 struct srnic_dev *srnic_dev_find_by_netdev(struct net_device *ndev);
 void srnic_dev_netdev_renamed(struct srnic_dev *sdev);
 void srnic_dev_dealloc(struct ib_device *ibdev);
+struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev);
+void srnic_unregister_net_devices(struct net *net);
+
+/* srnic_net.c: per-namespace UDP sockets and the receive path */
+struct srnic_pkt;
+int srnic_net_register(void);
+void srnic_net_unregister(void);
+int srnic_net_get(struct net *net);
+void srnic_net_put(struct net *net);
+void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
+		     const struct srnic_pkt *pkt);
+
+/* srnic_counters.c: `rdma statistic` */
+struct rdma_hw_stats *srnic_alloc_hw_port_stats(struct ib_device *ibdev,
+						u32 port_num);
+int srnic_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		       u32 port_num, int index);
 
 /* srnic_netdev.c: port state that follows the netdev */
 int srnic_netdev_notifier_register(void);

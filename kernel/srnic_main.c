@@ -50,6 +50,28 @@ struct srnic_dev *srnic_dev_find_by_netdev(struct net_device *ndev)
 	return NULL;
 }
 
+/**
+ * srnic_dev_get_by_netdev() - the srnic device of @ndev, referenced
+ * @ndev: a netdev
+ *
+ * Callable from any context (the receive path uses it); drop the reference
+ * with ib_device_put().
+ */
+struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev)
+{
+	struct ib_device *ibdev;
+
+	ibdev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
+	if (!ibdev)
+		return NULL;
+	/* Other drivers may report RDMA_DRIVER_UNKNOWN too. */
+	if (ibdev->ops.dealloc_driver != srnic_dev_dealloc) {
+		ib_device_put(ibdev);
+		return NULL;
+	}
+	return to_srnic_dev(ibdev);
+}
+
 static void srnic_parent_release(struct device *dev)
 {
 	kfree(dev);
@@ -153,6 +175,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	rtnl_unlock();
 
 	srnic_parent_destroy(sdev);
+	srnic_net_put(read_pnet(&sdev->net));
 	ida_destroy(&sdev->pd_ids);
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
 }
@@ -250,9 +273,13 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	ida_init(&sdev->pd_ids);
 	srnic_port_init(sdev);
 
-	err = srnic_parent_create(sdev);
+	write_pnet(&sdev->net, dev_net(ndev));
+	err = srnic_net_get(read_pnet(&sdev->net));
 	if (err)
 		goto err_dealloc;
+	err = srnic_parent_create(sdev);
+	if (err)
+		goto err_net;
 	srnic_dev_init_attributes(sdev);
 	ib_set_device_ops(&sdev->ibdev, &srnic_dev_ops);
 
@@ -291,6 +318,8 @@ err_unlist:
 	put_device(&sdev->ibdev.dev);
 err_parent:
 	srnic_parent_destroy(sdev);
+err_net:
+	srnic_net_put(read_pnet(&sdev->net));
 err_dealloc:
 	ida_destroy(&sdev->pd_ids);
 	netdev_put(ndev, &sdev->ndev_tracker);
@@ -306,27 +335,40 @@ static struct rdma_link_ops srnic_link_ops = {
 };
 
 /*
- * Unregister every srnic device, including those whose unregistration a
- * netdev event already queued: ib_unregister_device() waits for (or
- * performs) the unregistration, and srnic_dev_dealloc() takes the device
- * off the list before it returns.
+ * Unregister every srnic device (of @net only, if not NULL), including
+ * those whose unregistration a netdev event already queued:
+ * ib_unregister_device() waits for (or performs) the unregistration, and
+ * srnic_dev_dealloc() takes the device off the list before it returns.
  */
-static void srnic_unregister_all(void)
+static void srnic_unregister_devices(struct net *net)
 {
-	struct srnic_dev *sdev;
+	struct srnic_dev *sdev, *found;
 
 	for (;;) {
+		found = NULL;
 		rtnl_lock();
-		sdev = list_first_entry_or_null(&srnic_devices,
-						struct srnic_dev, list);
-		if (sdev)
-			get_device(&sdev->ibdev.dev);
+		list_for_each_entry(sdev, &srnic_devices, list) {
+			if (!net || net_eq(read_pnet(&sdev->net), net)) {
+				found = sdev;
+				get_device(&found->ibdev.dev);
+				break;
+			}
+		}
 		rtnl_unlock();
-		if (!sdev)
+		if (!found)
 			break;
-		ib_unregister_device(&sdev->ibdev);
-		put_device(&sdev->ibdev.dev);
+		ib_unregister_device(&found->ibdev);
+		put_device(&found->ibdev.dev);
 	}
+}
+
+/**
+ * srnic_unregister_net_devices() - remove every device using @net
+ * @net: a namespace being dismantled
+ */
+void srnic_unregister_net_devices(struct net *net)
+{
+	srnic_unregister_devices(net);
 }
 
 static int __init srnic_init(void)
@@ -337,13 +379,18 @@ static int __init srnic_init(void)
 	if (IS_ERR(srnic_root))
 		return PTR_ERR(srnic_root);
 
-	err = srnic_netdev_notifier_register();
+	err = srnic_net_register();
 	if (err)
 		goto err_root;
+	err = srnic_netdev_notifier_register();
+	if (err)
+		goto err_net;
 
 	rdma_link_register(&srnic_link_ops);
 	return 0;
 
+err_net:
+	srnic_net_unregister();
 err_root:
 	root_device_unregister(srnic_root);
 	return err;
@@ -353,8 +400,9 @@ static void __exit srnic_exit(void)
 {
 	/* No new devices from here on, then remove the existing ones. */
 	rdma_link_unregister(&srnic_link_ops);
-	srnic_unregister_all();
+	srnic_unregister_devices(NULL);
 	srnic_netdev_notifier_unregister();
+	srnic_net_unregister();
 	root_device_unregister(srnic_root);
 	ida_destroy(&srnic_link_ids);
 }

@@ -252,6 +252,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = SRNIC_ABI_VERSION,
 
+	.alloc_hw_port_stats = srnic_alloc_hw_port_stats,
 	.alloc_pd = srnic_alloc_pd,
 	.alloc_ucontext = srnic_alloc_ucontext,
 	.dealloc_driver = srnic_dev_dealloc,
@@ -260,6 +261,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.device_group = &srnic_dev_attr_group,
 	.disassociate_ucontext = srnic_disassociate_ucontext,
 	.get_dev_fw_str = srnic_get_dev_fw_str,
+	.get_hw_stats = srnic_get_hw_stats,
 	.get_link_layer = srnic_get_link_layer,
 	.get_port_immutable = srnic_get_port_immutable,
 	.mmap = srnic_mmap,

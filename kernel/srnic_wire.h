@@ -17,6 +17,8 @@
 
 #define SRNIC_ROCE_V2_UDP_PORT 4791
 #define SRNIC_ICRC_SIZE 4
+/* At least the longest BTH + extension header chain of any opcode. */
+#define SRNIC_MAX_HDR_LEN 64
 #define SRNIC_DEFAULT_PKEY_FULL 0xffff
 
 /* ---- Base Transport Header ------------------------------------------ */

@@ -59,11 +59,13 @@ TEST(WireOpcodes, ReservedAndUnsupportedOpcodesAreRejected)
 {
 	for (uint8_t op : {0x15, 0x18, 0x1f, 0x40, 0x41, 0x60, 0x6c, 0x2c, 0x80, 0xe0, 0xff})
 		EXPECT_EQ(srnic_opcode_flags[op], 0u) << "opcode " << int(op);
-	// Every accepted opcode is exactly one of request, response or CNP.
+	// Every accepted opcode is exactly one of request, response or CNP, and
+	// its headers fit what the receive path pulls into the linear area.
 	for (int op = 0; op < 256; op++) {
 		uint32_t f = srnic_opcode_flags[op];
 		if (!f)
 			continue;
+		EXPECT_LE(srnic_opcode_hdr_len(f), uint32_t(SRNIC_MAX_HDR_LEN)) << "opcode " << op;
 		int kinds = !!(f & SRNIC_OPF_REQUEST) + !!(f & SRNIC_OPF_RESPONSE) +
 			    !!(f & SRNIC_OPF_CNP);
 		EXPECT_EQ(kinds, 1) << "opcode " << op;

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: per-device packet counters, exported to `rdma statistic` as the
+ * port's hardware counters.
+ */
+
+#include "srnic.h"
+
+/* Names as `rdma statistic show link DEV/1` prints them. */
+static const struct rdma_stat_desc srnic_counter_descs[] = {
+	[SRNIC_CNT_RX_PACKETS] = { .name = "rx_packets" },
+	[SRNIC_CNT_RX_DROP_BAD_IP] = { .name = "rx_drop_bad_ip" },
+	[SRNIC_CNT_RX_DROP_TOO_SHORT] = { .name = "rx_drop_too_short" },
+	[SRNIC_CNT_RX_DROP_BAD_TVER] = { .name = "rx_drop_bad_tver" },
+	[SRNIC_CNT_RX_DROP_BAD_OPCODE] = { .name = "rx_drop_bad_opcode" },
+	[SRNIC_CNT_RX_DROP_BAD_PAD] = { .name = "rx_drop_bad_pad" },
+	[SRNIC_CNT_RX_DROP_BAD_PAYLOAD] = { .name = "rx_drop_bad_payload" },
+	[SRNIC_CNT_RX_DROP_BAD_PKEY] = { .name = "rx_drop_bad_pkey" },
+	[SRNIC_CNT_RX_DROP_BAD_ICRC] = { .name = "rx_drop_bad_icrc" },
+	[SRNIC_CNT_RX_DROP_NO_QP] = { .name = "rx_drop_no_qp" },
+};
+
+static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);
+
+struct rdma_hw_stats *srnic_alloc_hw_port_stats(struct ib_device *ibdev,
+						u32 port_num)
+{
+	return rdma_alloc_hw_stats_struct(srnic_counter_descs,
+					  ARRAY_SIZE(srnic_counter_descs),
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+int srnic_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		       u32 port_num, int index)
+{
+	struct srnic_dev *sdev = to_srnic_dev(ibdev);
+	int i;
+
+	for (i = 0; i < SRNIC_NUM_COUNTERS; i++)
+		stats->value[i] = atomic64_read(&sdev->counters[i]);
+	return SRNIC_NUM_COUNTERS;
+}

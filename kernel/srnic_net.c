@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: RoCEv2 over UDP, one socket pair per network namespace.
+ *
+ * The first srnic device of a namespace opens an IPv4 and an IPv6 UDP
+ * socket on port 4791 with an encap_rcv hook; the last one to go closes
+ * them. rxe binds its socket in init_net only; per-namespace sockets let an
+ * srnic device live in any namespace, e.g. facing an rxe device across a
+ * veth pair.
+ *
+ * Receive: every packet is checked before any of its fields is trusted
+ * (IP and UDP lengths, srnic_parse_transport(), P_Key, ICRC), and each
+ * drop is counted per device and reason (`rdma statistic`).
+ */
+
+#include <linux/if_vlan.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/skbuff.h>
+#include <linux/udp.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+#include <net/udp_tunnel.h>
+
+#include "srnic.h"
+#include "srnic_wire.h"
+
+/**
+ * struct srnic_net - srnic's state in one network namespace
+ * @lock: protects the fields below
+ * @users: srnic devices in the namespace
+ * @sock4: IPv4 UDP socket on port 4791, while @users > 0
+ * @sock6: IPv6 (v6only) UDP socket on port 4791, while @users > 0
+ */
+struct srnic_net {
+	struct mutex lock;	/* serialises socket setup and teardown */
+	unsigned int users;
+	struct socket *sock4;
+	struct socket *sock6;
+};
+
+static unsigned int srnic_net_id;
+
+static struct srnic_net *srnic_net(struct net *net)
+{
+	return net_generic(net, srnic_net_id);
+}
+
+/* ---- Receive -------------------------------------------------------- */
+
+static void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter)
+{
+	atomic64_inc(&sdev->counters[counter]);
+}
+
+static const enum srnic_counter srnic_parse_drop_counter[] = {
+	[SRNIC_PARSE_TOO_SHORT] = SRNIC_CNT_RX_DROP_TOO_SHORT,
+	[SRNIC_PARSE_BAD_TVER] = SRNIC_CNT_RX_DROP_BAD_TVER,
+	[SRNIC_PARSE_BAD_OPCODE] = SRNIC_CNT_RX_DROP_BAD_OPCODE,
+	[SRNIC_PARSE_BAD_PAD] = SRNIC_CNT_RX_DROP_BAD_PAD,
+	[SRNIC_PARSE_UNEXPECTED_PAYLOAD] = SRNIC_CNT_RX_DROP_BAD_PAYLOAD,
+};
+
+static __wsum srnic_csum_crc32_update(const void *buf, int len, __wsum crc)
+{
+	return (__force __wsum)crc32_le((__force u32)crc, buf, len);
+}
+
+static __wsum srnic_csum_crc32_combine(__wsum crc, __wsum crc2, int offset,
+				       int len)
+{
+	return (__force __wsum)crc32_le_combine((__force u32)crc,
+						(__force u32)crc2, len);
+}
+
+/* Lets __skb_checksum() run the ICRC over paged skbs without a copy. */
+static const struct skb_checksum_ops srnic_crc32_ops = {
+	.update = srnic_csum_crc32_update,
+	.combine = srnic_csum_crc32_combine,
+};
+
+/*
+ * The ICRC over the packet whose transport headers start @bth_off bytes
+ * into @skb (headers already pulled into the linear part) and run for
+ * @len bytes, ICRC included.
+ */
+static bool srnic_icrc_ok(struct sk_buff *skb, int bth_off, int len,
+			  const struct srnic_pkt *pkt, bool ipv6)
+{
+	const u8 *l3 = skb_network_header(skb);
+	int body = pkt->payload_len + pkt->pad;
+	__le32 icrc;
+	u32 crc;
+
+	crc = srnic_icrc_headers(l3, ipv6, skb->data + bth_off, pkt->hdr_len);
+	crc = (__force u32)__skb_checksum(skb, bth_off + pkt->hdr_len, body,
+					  (__force __wsum)crc,
+					  &srnic_crc32_ops);
+	if (skb_copy_bits(skb, bth_off + len - SRNIC_ICRC_SIZE, &icrc,
+			  sizeof(icrc)))
+		return false;
+	return srnic_icrc_finish(crc) == icrc;
+}
+
+/*
+ * The IP header must be one the ICRC is defined over: IPv4 without
+ * options, or IPv6 with UDP as the next header.
+ */
+static bool srnic_ip_ok(struct sk_buff *skb, bool *ipv6)
+{
+	if (skb->protocol == htons(ETH_P_IP)) {
+		*ipv6 = false;
+		return ip_hdr(skb)->ihl == SRNIC_IPV4_HDR_LEN / 4;
+	}
+	if (skb->protocol == htons(ETH_P_IPV6)) {
+		*ipv6 = true;
+		return ipv6_hdr(skb)->nexthdr == IPPROTO_UDP;
+	}
+	return false;
+}
+
+/*
+ * Validate one packet for @sdev; on success the transport packet starts
+ * at skb->data. Returns the counter explaining a drop, or
+ * SRNIC_CNT_RX_PACKETS when the packet is good.
+ */
+static enum srnic_counter srnic_rx_validate(struct srnic_dev *sdev,
+					    struct sk_buff *skb,
+					    struct srnic_pkt *pkt)
+{
+	enum srnic_parse_error perr;
+	unsigned int len;
+	bool ipv6;
+
+	if (!srnic_ip_ok(skb, &ipv6))
+		return SRNIC_CNT_RX_DROP_BAD_IP;
+	if (!pskb_may_pull(skb, sizeof(struct udphdr)))
+		return SRNIC_CNT_RX_DROP_TOO_SHORT;
+	len = be16_to_cpu(udp_hdr(skb)->len);
+	if (len < sizeof(struct udphdr) || len > skb->len)
+		return SRNIC_CNT_RX_DROP_TOO_SHORT;
+	len -= sizeof(struct udphdr);
+
+	/* Bring BTH and the longest extension header chain into reach. */
+	if (!pskb_may_pull(skb, sizeof(struct udphdr) +
+			   min_t(unsigned int, len, SRNIC_MAX_HDR_LEN)))
+		return SRNIC_CNT_RX_DROP_TOO_SHORT;
+
+	perr = srnic_parse_transport(skb->data + sizeof(struct udphdr), len,
+				     pkt);
+	if (perr != SRNIC_PARSE_OK)
+		return srnic_parse_drop_counter[perr];
+	if (pkt->pkey != SRNIC_DEFAULT_PKEY_FULL)
+		return SRNIC_CNT_RX_DROP_BAD_PKEY;
+	if (!srnic_icrc_ok(skb, sizeof(struct udphdr), len, pkt, ipv6))
+		return SRNIC_CNT_RX_DROP_BAD_ICRC;
+
+	__skb_pull(skb, sizeof(struct udphdr));
+	return SRNIC_CNT_RX_PACKETS;
+}
+
+/* encap_rcv: every UDP datagram to port 4791 in the namespace. */
+static int srnic_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+{
+	struct srnic_dev *sdev;
+	enum srnic_counter verdict;
+	struct srnic_pkt pkt;
+
+	sdev = srnic_dev_get_by_netdev(skb->dev);
+	if (!sdev && is_vlan_dev(skb->dev))
+		sdev = srnic_dev_get_by_netdev(vlan_dev_real_dev(skb->dev));
+	if (!sdev)
+		goto drop;
+
+	verdict = srnic_rx_validate(sdev, skb, &pkt);
+	srnic_count(sdev, verdict);
+	if (verdict != SRNIC_CNT_RX_PACKETS) {
+		ib_device_put(&sdev->ibdev);
+		goto drop;
+	}
+
+	srnic_rx_packet(sdev, skb, &pkt);	/* consumes skb */
+	ib_device_put(&sdev->ibdev);
+	return 0;
+
+drop:
+	kfree_skb(skb);
+	return 0;
+}
+
+/**
+ * srnic_rx_packet() - hand a validated packet to its QP
+ * @sdev: the receiving device
+ * @skb: the packet, skb->data at the BTH; consumed
+ * @pkt: its parsed headers
+ *
+ * No QP exists yet to take it (the data path comes with the engine), so
+ * every packet is a packet for an unknown QP.
+ */
+void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
+		     const struct srnic_pkt *pkt)
+{
+	srnic_count(sdev, SRNIC_CNT_RX_DROP_NO_QP);
+	kfree_skb(skb);
+}
+
+/* ---- Sockets -------------------------------------------------------- */
+
+static struct socket *srnic_udp_sock_open(struct net *net, bool ipv6)
+{
+	struct udp_tunnel_sock_cfg tunnel_cfg = {
+		.encap_type = 1,
+		.encap_rcv = srnic_udp_encap_recv,
+	};
+	struct udp_port_cfg port_cfg = {
+		.family = ipv6 ? AF_INET6 : AF_INET,
+		.ipv6_v6only = ipv6,
+		.local_udp_port = htons(SRNIC_ROCE_V2_UDP_PORT),
+	};
+	struct socket *sock;
+	int err;
+
+	err = udp_sock_create(net, &port_cfg, &sock);
+	if (err)
+		return ERR_PTR(err);
+	setup_udp_tunnel_sock(net, sock, &tunnel_cfg);
+	return sock;
+}
+
+static void srnic_net_close_sockets(struct srnic_net *snet)
+{
+	if (snet->sock6)
+		udp_tunnel_sock_release(snet->sock6);
+	if (snet->sock4)
+		udp_tunnel_sock_release(snet->sock4);
+	snet->sock4 = NULL;
+	snet->sock6 = NULL;
+}
+
+/**
+ * srnic_net_get() - a device joins @net: open its sockets if first
+ * @net: the namespace of the device's netdev
+ *
+ * Return: 0, or the error of opening a socket, e.g. -EADDRINUSE when
+ * another RoCEv2 stack (rdma_rxe in init_net) holds port 4791.
+ */
+int srnic_net_get(struct net *net)
+{
+	struct srnic_net *snet = srnic_net(net);
+	struct socket *sock;
+	int err = 0;
+
+	mutex_lock(&snet->lock);
+	if (snet->users++)
+		goto out;
+
+	sock = srnic_udp_sock_open(net, false);
+	if (IS_ERR(sock)) {
+		err = PTR_ERR(sock);
+		goto err_undo;
+	}
+	snet->sock4 = sock;
+	/* A namespace or kernel without IPv6 still gets IPv4. */
+	if (IS_ENABLED(CONFIG_IPV6) && ipv6_mod_enabled()) {
+		sock = srnic_udp_sock_open(net, true);
+		if (IS_ERR(sock)) {
+			err = PTR_ERR(sock);
+			goto err_undo;
+		}
+		snet->sock6 = sock;
+	}
+	goto out;
+
+err_undo:
+	srnic_net_close_sockets(snet);
+	snet->users--;
+out:
+	mutex_unlock(&snet->lock);
+	return err;
+}
+
+/**
+ * srnic_net_put() - a device leaves @net: close its sockets if last
+ * @net: the namespace passed to srnic_net_get()
+ */
+void srnic_net_put(struct net *net)
+{
+	struct srnic_net *snet = srnic_net(net);
+
+	mutex_lock(&snet->lock);
+	if (!WARN_ON(!snet->users) && !--snet->users)
+		srnic_net_close_sockets(snet);
+	mutex_unlock(&snet->lock);
+}
+
+static int __net_init srnic_net_init(struct net *net)
+{
+	mutex_init(&srnic_net(net)->lock);
+	return 0;
+}
+
+/*
+ * Namespace teardown runs device exits first: a deleted netdev (veth)
+ * waited for its device's netdev reference, so that device is gone, but a
+ * physical netdev moved back to init_net only queued its device's
+ * unregistration. Finish those before the sockets and this state go.
+ */
+static void __net_exit srnic_net_exit(struct net *net)
+{
+	srnic_unregister_net_devices(net);
+	WARN_ON(srnic_net(net)->users);
+}
+
+static struct pernet_operations srnic_net_ops = {
+	.init = srnic_net_init,
+	.exit = srnic_net_exit,
+	.id = &srnic_net_id,
+	.size = sizeof(struct srnic_net),
+};
+
+int srnic_net_register(void)
+{
+	return register_pernet_subsys(&srnic_net_ops);
+}
+
+void srnic_net_unregister(void)
+{
+	unregister_pernet_subsys(&srnic_net_ops);
+}

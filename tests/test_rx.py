@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The receive path as an untrusted peer sees it: per-namespace UDP
+sockets, and every malformed RoCEv2 packet dropped and counted by reason
+(`rdma statistic`), valid ones counted as received.
+"""
+import json
+import os
+
+import pytest
+
+import roce_packets as rp
+from harness import link_add, run, wait_for
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOCAL4, PEER4 = "198.18.7.1", "198.18.7.2"
+LOCAL6, PEER6 = "fd00:7::1", "fd00:7::2"
+
+
+def counters(name, netns=None):
+    out = run("rdma", "-j", "statistic", "show", "link", f"{name}/1",
+              netns=netns).stdout
+    entry = json.loads(out)[0]
+    return {k: v for k, v in entry.items() if isinstance(v, int)
+            and k != "port"}
+
+
+@pytest.fixture
+def peer(srnic, veth):
+    """srnic0 on veth.a in this namespace; veth.b in netns srnic-peer."""
+    veth.move_to_netns(veth.b, "srnic-peer")
+    run("ip", "addr", "add", f"{LOCAL4}/24", "dev", veth.a)
+    run("ip", "-6", "addr", "add", f"{LOCAL6}/64", "dev", veth.a, "nodad")
+    run("ip", "addr", "add", f"{PEER4}/24", "dev", veth.b, netns="srnic-peer")
+    run("ip", "-6", "addr", "add", f"{PEER6}/64", "dev", veth.b, "nodad",
+        netns="srnic-peer")
+    link_add("srnic0", veth.a)
+    return veth
+
+
+def send_from_peer(src, dst, transport, mode=""):
+    run("/usr/bin/python3", f"{HERE}/roce_packets.py", src, dst,
+        transport.hex(), *([mode] if mode else []), netns="srnic-peer")
+
+
+CASES = [
+    # (description, transport bytes, mode, counter that must go up)
+    ("valid send to an unknown QP", rp.bth(rp.RC_SEND_ONLY, 0x77) + b"x" * 64,
+     "", "rx_drop_no_qp"),
+    ("bad ICRC", rp.bth(rp.RC_SEND_ONLY, 0x77) + b"x" * 64, "bad-icrc",
+     "rx_drop_bad_icrc"),
+    ("IPv4 options", rp.bth(rp.RC_SEND_ONLY, 0x77), "ip-options",
+     "rx_drop_bad_ip"),
+    ("UDP datagram shorter than a BTH", rp.bth(rp.RC_SEND_ONLY, 0x77),
+     "udp-short", "rx_drop_too_short"),
+    ("reserved opcode", rp.bth(0x15, 0x77), "", "rx_drop_bad_opcode"),
+    ("RD opcode", rp.bth(0x44, 0x77), "", "rx_drop_bad_opcode"),
+    ("transport version 1", rp.bth(rp.RC_SEND_ONLY, 0x77, tver=1), "",
+     "rx_drop_bad_tver"),
+    ("truncated RETH", rp.bth(rp.RC_WRITE_ONLY, 0x77) + b"\0" * 8, "",
+     "rx_drop_too_short"),
+    ("ACK carrying payload", rp.bth(rp.RC_ACK, 0x77) + b"\0" * 8, "",
+     "rx_drop_bad_payload"),
+    ("pad larger than payload", rp.bth(rp.RC_SEND_ONLY, 0x77, pad=3) + b"ab",
+     "", "rx_drop_bad_pad"),
+    ("foreign P_Key", rp.bth(rp.RC_SEND_ONLY, 0x77, pkey=0x1234), "",
+     "rx_drop_bad_pkey"),
+]
+
+
+@pytest.mark.parametrize("ipv6", [False, True], ids=["ipv4", "ipv6"])
+def test_each_malformed_packet_dropped_and_counted(peer, ipv6):
+    src, dst = (PEER6, LOCAL6) if ipv6 else (PEER4, LOCAL4)
+    for what, transport, mode, counter in CASES:
+        if ipv6 and mode == "ip-options":
+            continue
+        before = counters("srnic0")
+        send_from_peer(src, dst, transport, mode)
+        wait_for(lambda: counters("srnic0")[counter] > before[counter],
+                 what=f"{counter} after {what}")
+        after = counters("srnic0")
+        changed = {k for k in after if after[k] != before[k]}
+        valid = counter == "rx_drop_no_qp"
+        assert changed == ({counter, "rx_packets"} if valid else {counter}), \
+            (what, changed)
+
+
+def test_device_in_another_namespace_has_its_own_socket(srnic, veth):
+    """A device created inside a namespace receives there."""
+    veth.move_to_netns(veth.b, "srnic-peer")
+    run("ip", "addr", "add", f"{LOCAL4}/24", "dev", veth.a)
+    run("ip", "addr", "add", f"{PEER4}/24", "dev", veth.b, netns="srnic-peer")
+    link_add("inner0", veth.b, netns="srnic-peer")
+    before = counters("inner0", netns="srnic-peer")["rx_drop_no_qp"]
+    transport = rp.bth(rp.RC_SEND_ONLY, 0x42) + b"payload!"
+    rp.send_raw(rp.frame(LOCAL4, PEER4, transport), PEER4)
+    wait_for(lambda: counters("inner0", netns="srnic-peer")["rx_drop_no_qp"]
+             > before, what="packet counted in the namespace")
+
+
+def test_rxe_in_init_net_and_srnic_in_a_namespace(srnic, veth):
+    """rdma_rxe holds port 4791 in init_net: srnic there reports it, and
+    works in another namespace."""
+    run("modprobe", "rdma_rxe")
+    try:
+        p = link_add("clash0", veth.a, check=False)
+        assert p.returncode != 0 and "Address already in use" in p.stderr, \
+            p.stderr
+        veth.move_to_netns(veth.b, "srnic-peer")
+        link_add("inner0", veth.b, netns="srnic-peer")
+    finally:
+        run("rdma", "link", "delete", "inner0", check=False)
+        run("rmmod", "rdma_rxe", check=False)
