@@ -12,6 +12,7 @@
 #include <linux/idr.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/in6.h>
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
 
@@ -54,6 +55,7 @@ enum srnic_counter {
 	SRNIC_CNT_RX_DROP_BAD_PKEY,	/* P_Key not the default */
 	SRNIC_CNT_RX_DROP_BAD_ICRC,	/* invariant CRC mismatch */
 	SRNIC_CNT_RX_DROP_NO_QP,	/* destination QP does not exist */
+	SRNIC_CNT_TX_PACKETS,		/* packets handed to the IP layer */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -153,7 +155,29 @@ void srnic_dev_dealloc(struct ib_device *ibdev);
 struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev);
 void srnic_unregister_net_devices(struct net *net);
 
-/* srnic_net.c: per-namespace UDP sockets and the receive path */
+/**
+ * struct srnic_path - where a QP's (or an AH's) packets go
+ * @ipv6: IPv6 rather than IPv4 (from the GID types)
+ * @saddr: source address (the source GID's)
+ * @daddr: destination address (the destination GID's)
+ * @traffic_class: IPv4 TOS or IPv6 traffic class
+ * @hop_limit: IPv4 TTL or IPv6 hop limit
+ * @flow_label: IPv6 flow label
+ * @sport: UDP source port (per QP pair, for ECMP entropy)
+ */
+struct srnic_path {
+	bool ipv6;
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} saddr, daddr;
+	u8 traffic_class;
+	u8 hop_limit;
+	u32 flow_label;
+	__be16 sport;
+};
+
+/* srnic_net.c: per-namespace UDP sockets, receive and transmit */
 struct srnic_pkt;
 int srnic_net_register(void);
 void srnic_net_unregister(void);
@@ -161,6 +185,10 @@ int srnic_net_get(struct net *net);
 void srnic_net_put(struct net *net);
 void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 		     const struct srnic_pkt *pkt);
+struct sk_buff *srnic_tx_alloc(struct srnic_dev *sdev,
+			       unsigned int transport_len, gfp_t gfp);
+int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
+		  const struct srnic_path *path, u32 transport_hdr_len);
 
 /* srnic_counters.c: `rdma statistic` */
 struct rdma_hw_stats *srnic_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -18,6 +18,7 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_RX_DROP_BAD_PKEY] = { .name = "rx_drop_bad_pkey" },
 	[SRNIC_CNT_RX_DROP_BAD_ICRC] = { .name = "rx_drop_bad_icrc" },
 	[SRNIC_CNT_RX_DROP_NO_QP] = { .name = "rx_drop_no_qp" },
+	[SRNIC_CNT_TX_PACKETS] = { .name = "tx_packets" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);

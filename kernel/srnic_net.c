@@ -11,6 +11,11 @@
  * Receive: every packet is checked before any of its fields is trusted
  * (IP and UDP lengths, srnic_parse_transport(), P_Key, ICRC), and each
  * drop is counted per device and reason (`rdma statistic`).
+ *
+ * Transmit: the caller builds the transport packet (BTH to payload) in an
+ * skb from srnic_tx_alloc(); srnic_tx_send() adds the ICRC, UDP and IP
+ * headers and hands it to the IP output path, which resolves the
+ * neighbour, as for any locally generated datagram.
  */
 
 #include <linux/if_vlan.h>
@@ -18,8 +23,12 @@
 #include <linux/ipv6.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <net/ipv6_stubs.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#include <net/route.h>
 #include <net/udp_tunnel.h>
 
 #include "srnic.h"
@@ -202,6 +211,183 @@ void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 {
 	srnic_count(sdev, SRNIC_CNT_RX_DROP_NO_QP);
 	kfree_skb(skb);
+}
+
+/* ---- Transmit ------------------------------------------------------- */
+
+/* Room in front of the transport headers: link layer, IP, UDP. */
+static unsigned int srnic_tx_headroom(const struct srnic_dev *sdev)
+{
+	return LL_RESERVED_SPACE(sdev->ndev) + sizeof(struct ipv6hdr) +
+	       sizeof(struct udphdr);
+}
+
+/**
+ * srnic_tx_alloc() - an skb for one outgoing packet
+ * @sdev: the sending device
+ * @transport_len: bytes of transport headers and payload the caller will
+ *		   write at skb->data (skb_put() already done for them)
+ * @gfp: allocation context
+ *
+ * Return: the skb, or NULL.
+ */
+struct sk_buff *srnic_tx_alloc(struct srnic_dev *sdev,
+			       unsigned int transport_len, gfp_t gfp)
+{
+	unsigned int headroom = srnic_tx_headroom(sdev);
+	struct sk_buff *skb;
+
+	skb = alloc_skb(headroom + transport_len + SRNIC_ICRC_SIZE, gfp);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, headroom);
+	skb_put(skb, transport_len);
+	return skb;
+}
+
+static struct dst_entry *srnic_route4(struct srnic_dev *sdev,
+				      const struct srnic_path *path)
+{
+	struct flowi4 fl = {
+		.flowi4_oif = sdev->ndev->ifindex,
+		.flowi4_proto = IPPROTO_UDP,
+		.saddr = path->saddr.v4,
+		.daddr = path->daddr.v4,
+	};
+	struct rtable *rt;
+
+	rt = ip_route_output_key(read_pnet(&sdev->net), &fl);
+	return IS_ERR(rt) ? ERR_CAST(rt) : &rt->dst;
+}
+
+static struct dst_entry *srnic_route6(struct srnic_dev *sdev,
+				      const struct srnic_path *path)
+{
+	struct net *net = read_pnet(&sdev->net);
+	struct flowi6 fl = {
+		.flowi6_oif = sdev->ndev->ifindex,
+		.flowi6_proto = IPPROTO_UDP,
+		.saddr = path->saddr.v6,
+		.daddr = path->daddr.v6,
+	};
+	struct dst_entry *dst;
+
+	if (!IS_ENABLED(CONFIG_IPV6) || !ipv6_mod_enabled())
+		return ERR_PTR(-EAFNOSUPPORT);
+	dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl, NULL);
+	if (!IS_ERR(dst) && dst->error) {
+		int err = dst->error;
+
+		dst_release(dst);
+		return ERR_PTR(err);
+	}
+	return dst;
+}
+
+static void srnic_push_udp(struct sk_buff *skb, const struct srnic_path *path)
+{
+	struct udphdr *udph;
+
+	__skb_push(skb, sizeof(*udph));
+	skb_reset_transport_header(skb);
+	udph = udp_hdr(skb);
+	udph->source = path->sport;
+	udph->dest = htons(SRNIC_ROCE_V2_UDP_PORT);
+	udph->len = htons(skb->len);
+	udph->check = 0;	/* the ICRC protects the datagram */
+}
+
+static void srnic_push_ipv4(struct sk_buff *skb, struct net *net,
+			    const struct srnic_path *path)
+{
+	struct iphdr *iph;
+
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+	__skb_push(skb, sizeof(*iph));
+	skb_reset_network_header(skb);
+	iph = ip_hdr(skb);
+	iph->version = IPVERSION;
+	iph->ihl = sizeof(*iph) / 4;
+	iph->tos = path->traffic_class;
+	iph->tot_len = htons(skb->len);
+	iph->frag_off = htons(IP_DF);
+	iph->ttl = path->hop_limit;
+	iph->protocol = IPPROTO_UDP;
+	iph->saddr = path->saddr.v4;
+	iph->daddr = path->daddr.v4;
+	__ip_select_ident(net, iph, 1);
+	skb->protocol = htons(ETH_P_IP);
+}
+
+static void srnic_push_ipv6(struct sk_buff *skb, const struct srnic_path *path)
+{
+	struct ipv6hdr *ip6h;
+
+	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+	__skb_push(skb, sizeof(*ip6h));
+	skb_reset_network_header(skb);
+	ip6h = ipv6_hdr(skb);
+	ip6_flow_hdr(ip6h, path->traffic_class, htonl(path->flow_label));
+	ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
+	ip6h->nexthdr = IPPROTO_UDP;
+	ip6h->hop_limit = path->hop_limit;
+	ip6h->saddr = path->saddr.v6;
+	ip6h->daddr = path->daddr.v6;
+	skb->protocol = htons(ETH_P_IPV6);
+}
+
+/**
+ * srnic_tx_send() - checksum, encapsulate and send one packet
+ * @sdev: the sending device
+ * @skb: from srnic_tx_alloc(), skb->data at the BTH; consumed
+ * @path: addresses and header fields of the destination
+ * @transport_hdr_len: bytes of BTH and extension headers at skb->data
+ *
+ * Return: 0, or a negative errno when no route exists or the IP layer
+ * refused the packet (the caller treats either as loss).
+ */
+int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
+		  const struct srnic_path *path, u32 transport_hdr_len)
+{
+	struct net *net = read_pnet(&sdev->net);
+	unsigned int transport_len = skb->len;
+	struct dst_entry *dst;
+	__le32 *icrc;
+	u32 crc;
+	int err;
+
+	dst = path->ipv6 ? srnic_route6(sdev, path) : srnic_route4(sdev, path);
+	if (IS_ERR(dst)) {
+		kfree_skb(skb);
+		return PTR_ERR(dst);
+	}
+
+	icrc = skb_put(skb, SRNIC_ICRC_SIZE);
+	srnic_push_udp(skb, path);
+	if (path->ipv6)
+		srnic_push_ipv6(skb, path);
+	else
+		srnic_push_ipv4(skb, net, path);
+
+	/* The ICRC covers the IP and UDP headers just built. */
+	crc = srnic_icrc_headers(skb_network_header(skb), path->ipv6,
+				 skb_transport_header(skb) +
+				 sizeof(struct udphdr), transport_hdr_len);
+	crc = srnic_icrc_update(crc, skb_transport_header(skb) +
+				sizeof(struct udphdr) + transport_hdr_len,
+				transport_len - transport_hdr_len);
+	*icrc = srnic_icrc_finish(crc);
+
+	skb_dst_set(skb, dst);
+	skb->dev = dst->dev;
+	if (path->ipv6)
+		err = ip6_local_out(net, NULL, skb);
+	else
+		err = ip_local_out(net, NULL, skb);
+	err = net_xmit_eval(err);
+	if (!err)
+		srnic_count(sdev, SRNIC_CNT_TX_PACKETS);
+	return err;
 }
 
 /* ---- Sockets -------------------------------------------------------- */
