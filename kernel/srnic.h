@@ -11,6 +11,7 @@
 #include <linux/device.h>
 #include <linux/idr.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/in6.h>
 #include <linux/netdevice.h>
@@ -59,6 +60,65 @@ enum srnic_counter {
 	SRNIC_NUM_COUNTERS,
 };
 
+/* The most engine threads one device runs (one per online CPU). */
+#define SRNIC_MAX_ENGINES 64
+
+/**
+ * struct srnic_engine - one NIC engine thread (srnic_engine.c)
+ * @thread: the kthread
+ * @runnable: tasks with work, queued once each (SRNIC_TASK_QUEUED)
+ * @control: attach/detach requests for the thread to carry out
+ * @polled: tasks whose rings the thread polls; only the thread uses it
+ */
+struct srnic_engine {
+	struct task_struct *thread;
+	struct llist_head runnable;
+	struct llist_head control;
+	struct list_head polled;
+};
+
+struct srnic_engine_task;
+
+/**
+ * struct srnic_engine_task_ops - what an engine does with a task
+ * @run: do a budget of work; return true if work remains. Never runs
+ *	 concurrently with itself.
+ * @has_work: while the engine polls: is new work visible (e.g. a ring's
+ *	      producer index moved)? Optional.
+ * @prepare_sleep: the engine is about to sleep: ask producers for
+ *		   doorbells (set need-wakeup, full barrier) and return true
+ *		   if work arrived meanwhile. Optional.
+ * @woken: the engine woke up and polls again: doorbells may stop.
+ *	   Optional.
+ */
+struct srnic_engine_task_ops {
+	bool (*run)(struct srnic_engine_task *task);
+	bool (*has_work)(struct srnic_engine_task *task);
+	bool (*prepare_sleep)(struct srnic_engine_task *task);
+	void (*woken)(struct srnic_engine_task *task);
+};
+
+enum srnic_engine_task_flags {
+	SRNIC_TASK_QUEUED,	/* on the engine's runnable list */
+	SRNIC_TASK_STOPPED,	/* srnic_engine_task_stop() was called */
+};
+
+/**
+ * struct srnic_engine_task - work an engine runs: one per QP
+ * @run_node: entry in the engine's runnable list
+ * @flags: enum srnic_engine_task_flags bits
+ * @engine: the engine the task belongs to, for life
+ * @ops: callbacks
+ * @polled: entry in the engine's polled list
+ */
+struct srnic_engine_task {
+	struct llist_node run_node;
+	unsigned long flags;
+	struct srnic_engine *engine;
+	const struct srnic_engine_task_ops *ops;
+	struct list_head polled;
+};
+
 /**
  * struct srnic_dev - one srnic RDMA device, bound to one netdev
  * @ibdev: the ib_core device; freed by ib_core after dealloc_driver
@@ -75,6 +135,8 @@ enum srnic_counter {
  * @link_index: number in the parent's name
  * @net: namespace whose sockets the device uses (its netdev's at creation)
  * @counters: enum srnic_counter, updated from any context
+ * @engines: the device's NIC engines
+ * @num_engines: how many
  */
 struct srnic_dev {
 	struct ib_device ibdev;
@@ -89,6 +151,8 @@ struct srnic_dev {
 	int link_index;
 	possible_net_t net;
 	atomic64_t counters[SRNIC_NUM_COUNTERS];
+	struct srnic_engine *engines;
+	unsigned int num_engines;
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -202,6 +266,16 @@ void srnic_netdev_notifier_unregister(void);
 void srnic_port_init(struct srnic_dev *sdev);
 void srnic_port_update_state(struct srnic_dev *sdev);
 void srnic_port_update_mtu(struct srnic_dev *sdev);
+
+/* srnic_engine.c: NIC engine threads and their tasks */
+int srnic_engines_start(struct srnic_dev *sdev);
+void srnic_engines_stop(struct srnic_dev *sdev);
+void srnic_engine_task_init(struct srnic_dev *sdev,
+			    struct srnic_engine_task *task,
+			    const struct srnic_engine_task_ops *ops, u32 key);
+void srnic_engine_task_start(struct srnic_engine_task *task);
+void srnic_engine_task_stop(struct srnic_engine_task *task);
+void srnic_engine_task_schedule(struct srnic_engine_task *task);
 
 /* srnic_queue.c: rings shared with the provider */
 int srnic_queue_init(struct srnic_queue *q, u32 num_entries, u32 entry_size);

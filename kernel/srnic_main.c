@@ -174,6 +174,8 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	list_del(&sdev->list);
 	rtnl_unlock();
 
+	/* ib_core destroyed every QP, so every engine task is stopped. */
+	srnic_engines_stop(sdev);
 	srnic_parent_destroy(sdev);
 	srnic_net_put(read_pnet(&sdev->net));
 	ida_destroy(&sdev->pd_ids);
@@ -280,12 +282,15 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	err = srnic_parent_create(sdev);
 	if (err)
 		goto err_net;
+	err = srnic_engines_start(sdev);
+	if (err)
+		goto err_parent;
 	srnic_dev_init_attributes(sdev);
 	ib_set_device_ops(&sdev->ibdev, &srnic_dev_ops);
 
 	err = ib_device_set_netdev(&sdev->ibdev, ndev, SRNIC_PORT);
 	if (err)
-		goto err_parent;
+		goto err_engines;
 
 	/*
 	 * On the list before registration, so that a netdev event or a
@@ -316,6 +321,8 @@ err_unlist:
 	list_del(&sdev->list);
 	rtnl_unlock();
 	put_device(&sdev->ibdev.dev);
+err_engines:
+	srnic_engines_stop(sdev);
 err_parent:
 	srnic_parent_destroy(sdev);
 err_net:

@@ -276,3 +276,28 @@ def test_demo_shows_two_active_devices_with_gids(srnic):
     assert "::ffff:198.18.0.1, RoCE v2" in out
     assert "::ffff:198.18.0.2, RoCE v2" in out
     assert out.count("PORT_ACTIVE (4)") == 2
+
+
+def engine_threads(link):
+    """Names of the NIC engine threads of the device whose parent is link."""
+    index = link[len("link"):]
+    names = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                comm = sysfs_read(f"/proc/{pid}/comm")
+            except OSError:
+                continue
+            if comm.startswith(f"srnic/{index}:"):
+                names.append(comm)
+    return sorted(names)
+
+
+def test_engine_threads_live_with_the_device(srnic, veth):
+    link_add("srnic0", veth.a)
+    link = os.path.basename(os.path.realpath(f"{SYSFS_IB}/srnic0/device"))
+    index = link[len("link"):]
+    assert engine_threads(link) == [f"srnic/{index}:{i}"
+                                    for i in range(os.cpu_count())]
+    link_delete("srnic0")
+    assert engine_threads(link) == []

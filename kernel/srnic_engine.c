@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: the NIC engines, srnic's equivalent of a NIC's processing units.
+ *
+ * Each device runs one engine thread per online CPU (at creation). Work is
+ * organised in tasks (one per QP): a task belongs to one engine for its
+ * whole life, so its run() is never concurrent with itself and per-QP
+ * state needs no lock. Anything may schedule a task, from any context
+ * (doorbell syscall, packet receive in softirq, timer): that queues it, at
+ * most once, on its engine's lock-free runnable list and wakes the thread.
+ *
+ * After work, an engine keeps polling its tasks' shared rings for
+ * srnic.poll_usecs microseconds, so a burst of posts from a process is
+ * picked up without a syscall per post; then each task publishes
+ * "need wakeup" in its rings, the engine re-checks once (the provider may
+ * have published just before seeing the flag) and sleeps.
+ */
+
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "srnic.h"
+
+static unsigned int poll_usecs = 50;
+module_param(poll_usecs, uint, 0644);
+MODULE_PARM_DESC(poll_usecs,
+		 "Microseconds an idle engine keeps polling rings before it sleeps (0: never poll)");
+
+/* Upper bound on run() calls of one pass, so control requests get a turn. */
+#define SRNIC_ENGINE_PASS_BUDGET 64
+
+enum srnic_engine_ctrl_op {
+	SRNIC_ENGINE_ATTACH,	/* start polling the task */
+	SRNIC_ENGINE_DETACH,	/* stop running and polling the task */
+};
+
+/*
+ * A request only the engine thread may carry out, because it changes what
+ * the thread is iterating over; the requester waits for it.
+ */
+struct srnic_engine_ctrl {
+	struct llist_node node;
+	enum srnic_engine_ctrl_op op;
+	struct srnic_engine_task *task;
+	struct completion done;
+};
+
+static void srnic_engine_submit(struct srnic_engine *engine,
+				enum srnic_engine_ctrl_op op,
+				struct srnic_engine_task *task)
+{
+	struct srnic_engine_ctrl ctrl = { .op = op, .task = task };
+
+	init_completion(&ctrl.done);
+	llist_add(&ctrl.node, &engine->control);
+	wake_up_process(engine->thread);
+	wait_for_completion(&ctrl.done);
+}
+
+/**
+ * srnic_engine_task_init() - bind a task to an engine of @sdev
+ * @sdev: the device
+ * @task: the task, embedded in its owner (a QP)
+ * @ops: its callbacks
+ * @key: spreads tasks over engines (the QPN)
+ *
+ * The task is neither polled nor runnable until srnic_engine_task_start().
+ */
+void srnic_engine_task_init(struct srnic_dev *sdev,
+			    struct srnic_engine_task *task,
+			    const struct srnic_engine_task_ops *ops, u32 key)
+{
+	memset(task, 0, sizeof(*task));
+	task->ops = ops;
+	task->engine = &sdev->engines[key % sdev->num_engines];
+	INIT_LIST_HEAD(&task->polled);
+}
+
+/**
+ * srnic_engine_task_start() - let the engine poll and run the task
+ * @task: an initialised task
+ */
+void srnic_engine_task_start(struct srnic_engine_task *task)
+{
+	srnic_engine_submit(task->engine, SRNIC_ENGINE_ATTACH, task);
+}
+
+/**
+ * srnic_engine_task_stop() - stop and forget a task
+ * @task: a started task
+ *
+ * When this returns, run() is not executing and will not be called again
+ * (later srnic_engine_task_schedule() calls are ignored); the owner may
+ * then be freed.
+ */
+void srnic_engine_task_stop(struct srnic_engine_task *task)
+{
+	set_bit(SRNIC_TASK_STOPPED, &task->flags);
+	srnic_engine_submit(task->engine, SRNIC_ENGINE_DETACH, task);
+}
+
+/**
+ * srnic_engine_task_schedule() - the task has work: run it soon
+ * @task: the task
+ *
+ * Any context. Queues the task at most once; the engine clears the queued
+ * bit before it calls run(), so work arriving during run() is not lost.
+ */
+void srnic_engine_task_schedule(struct srnic_engine_task *task)
+{
+	struct srnic_engine *engine = task->engine;
+
+	if (test_bit(SRNIC_TASK_STOPPED, &task->flags) ||
+	    test_and_set_bit(SRNIC_TASK_QUEUED, &task->flags))
+		return;
+	llist_add(&task->run_node, &engine->runnable);
+	wake_up_process(engine->thread);
+}
+
+static bool srnic_engine_run_control(struct srnic_engine *engine)
+{
+	struct srnic_engine_ctrl *ctrl, *next;
+	struct llist_node *reqs;
+
+	reqs = llist_del_all(&engine->control);
+	if (!reqs)
+		return false;
+	llist_for_each_entry_safe(ctrl, next, llist_reverse_order(reqs), node) {
+		struct srnic_engine_task *task = ctrl->task;
+
+		if (ctrl->op == SRNIC_ENGINE_ATTACH)
+			list_add_tail(&task->polled, &engine->polled);
+		else
+			list_del_init(&task->polled);
+		complete(&ctrl->done);
+	}
+	return true;
+}
+
+/*
+ * Run every queued task once. A stopped task is skipped: its DETACH
+ * request is behind it and nobody else will touch its node.
+ */
+static bool srnic_engine_run_tasks(struct srnic_engine *engine)
+{
+	struct srnic_engine_task *task, *next;
+	struct llist_node *queued;
+	unsigned int budget = SRNIC_ENGINE_PASS_BUDGET;
+	bool worked = false;
+
+	queued = llist_del_all(&engine->runnable);
+	if (!queued)
+		return false;
+	llist_for_each_entry_safe(task, next, llist_reverse_order(queued),
+				  run_node) {
+		clear_bit(SRNIC_TASK_QUEUED, &task->flags);
+		/*
+		 * Order the clear before run() reads the task's work; pairs
+		 * with test_and_set_bit() in srnic_engine_task_schedule(),
+		 * which follows the publication of new work.
+		 */
+		smp_mb__after_atomic();
+		if (test_bit(SRNIC_TASK_STOPPED, &task->flags))
+			continue;
+		worked = true;
+		if (budget) {
+			budget--;
+			if (task->ops->run(task))
+				srnic_engine_task_schedule(task);
+		} else {
+			srnic_engine_task_schedule(task);	/* next pass */
+		}
+	}
+	return worked;
+}
+
+/* Polling: schedule the tasks whose rings hold new entries. */
+static void srnic_engine_poll(struct srnic_engine *engine)
+{
+	struct srnic_engine_task *task;
+
+	list_for_each_entry(task, &engine->polled, polled)
+		if (task->ops->has_work && task->ops->has_work(task))
+			srnic_engine_task_schedule(task);
+}
+
+/*
+ * Before sleeping: every polled task asks its producers for doorbells
+ * again. Returns true if one found work that raced with that request.
+ */
+static bool srnic_engine_prepare_sleep(struct srnic_engine *engine)
+{
+	struct srnic_engine_task *task;
+	bool raced = false;
+
+	list_for_each_entry(task, &engine->polled, polled) {
+		if (task->ops->prepare_sleep && task->ops->prepare_sleep(task)) {
+			srnic_engine_task_schedule(task);
+			raced = true;
+		}
+	}
+	return raced;
+}
+
+static void srnic_engine_woken(struct srnic_engine *engine)
+{
+	struct srnic_engine_task *task;
+
+	list_for_each_entry(task, &engine->polled, polled)
+		if (task->ops->woken)
+			task->ops->woken(task);
+}
+
+static bool srnic_engine_has_requests(struct srnic_engine *engine)
+{
+	return !llist_empty(&engine->runnable) ||
+	       !llist_empty(&engine->control) || kthread_should_stop();
+}
+
+static int srnic_engine_thread(void *arg)
+{
+	struct srnic_engine *engine = arg;
+	u64 last_work = ktime_get_ns();
+
+	while (!kthread_should_stop()) {
+		bool worked = srnic_engine_run_control(engine);
+
+		worked |= srnic_engine_run_tasks(engine);
+		if (worked) {
+			last_work = ktime_get_ns();
+			cond_resched();
+			continue;
+		}
+
+		if (ktime_get_ns() - last_work <
+		    (u64)READ_ONCE(poll_usecs) * NSEC_PER_USEC) {
+			srnic_engine_poll(engine);
+			if (need_resched())
+				schedule();
+			else
+				cpu_relax();
+			continue;
+		}
+
+		/*
+		 * Sleep. The state is set before the last checks, so a
+		 * wake_up_process() after them finds the thread sleeping
+		 * and wakes it: no lost wakeup.
+		 */
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (srnic_engine_prepare_sleep(engine) ||
+		    srnic_engine_has_requests(engine)) {
+			__set_current_state(TASK_RUNNING);
+			continue;
+		}
+		schedule();
+		srnic_engine_woken(engine);
+		last_work = ktime_get_ns();
+	}
+	return 0;
+}
+
+/**
+ * srnic_engines_start() - start a device's engine threads
+ * @sdev: the device
+ */
+int srnic_engines_start(struct srnic_dev *sdev)
+{
+	unsigned int i, n = clamp_t(unsigned int, num_online_cpus(), 1,
+				    SRNIC_MAX_ENGINES);
+
+	sdev->engines = kcalloc(n, sizeof(*sdev->engines), GFP_KERNEL);
+	if (!sdev->engines)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct srnic_engine *engine = &sdev->engines[i];
+		struct task_struct *thread;
+
+		init_llist_head(&engine->runnable);
+		init_llist_head(&engine->control);
+		INIT_LIST_HEAD(&engine->polled);
+		thread = kthread_run(srnic_engine_thread, engine, "srnic/%d:%u",
+				     sdev->link_index, i);
+		if (IS_ERR(thread)) {
+			sdev->num_engines = i;
+			srnic_engines_stop(sdev);
+			return PTR_ERR(thread);
+		}
+		engine->thread = thread;
+	}
+	sdev->num_engines = n;
+	return 0;
+}
+
+/**
+ * srnic_engines_stop() - stop a device's engine threads
+ * @sdev: the device; all its tasks must have been stopped
+ */
+void srnic_engines_stop(struct srnic_dev *sdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < sdev->num_engines; i++) {
+		WARN_ON(!list_empty(&sdev->engines[i].polled));
+		kthread_stop(sdev->engines[i].thread);
+	}
+	kfree(sdev->engines);
+	sdev->engines = NULL;
+	sdev->num_engines = 0;
+}
