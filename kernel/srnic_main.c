@@ -153,6 +153,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	rtnl_unlock();
 
 	srnic_parent_destroy(sdev);
+	srnic_mr_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
 }
@@ -248,6 +249,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	INIT_LIST_HEAD(&sdev->list);
 	ida_init(&sdev->pd_ids);
+	srnic_mr_table_init(sdev);
 	srnic_port_init(sdev);
 
 	err = srnic_parent_create(sdev);
@@ -292,6 +294,7 @@ err_unlist:
 err_parent:
 	srnic_parent_destroy(sdev);
 err_dealloc:
+	srnic_mr_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
 	netdev_put(ndev, &sdev->ndev_tracker);
 	ib_dealloc_device(&sdev->ibdev);
