@@ -53,18 +53,23 @@ void srnic_mr_table_destroy(struct srnic_dev *sdev)
 }
 
 /*
+ * Hints srnic may ignore: the optional range (relaxed ordering), and
+ * HUGETLB, which only tells ODP that the range is backed by huge pages.
+ */
+#define SRNIC_MR_IGNORED_ACCESS (IB_ACCESS_OPTIONAL | IB_ACCESS_HUGETLB)
+
+/*
  * The rules of ib_check_mr_access(), which uverbs applies before
  * reg_user_mr but nobody applies to kernel callers; flags srnic does not
- * implement are refused with EOPNOTSUPP (so callers can tell "not here"
- * from "never valid"), except the optional ones, hints a device may
- * ignore.
+ * implement (memory windows, ODP, zero-based) are refused with EOPNOTSUPP,
+ * so callers can tell "not here" from "never valid".
  */
 static int srnic_mr_check_access(int access)
 {
 	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IB_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
-	if (access & ~(SRNIC_MR_ACCESS | IB_ACCESS_OPTIONAL))
+	if (access & ~(SRNIC_MR_ACCESS | SRNIC_MR_IGNORED_ACCESS))
 		return -EOPNOTSUPP;
 	return 0;
 }
