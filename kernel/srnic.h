@@ -73,6 +73,7 @@ struct srnic_port {
  * @mr_next: next index xa_alloc_cyclic() tries, under @mr_table's lock
  * @mr_laps: times the cyclic allocation wrapped, under @mr_table's lock
  * @mr_key_seed: random start of the key bytes of this device
+ * @debugfs: the device's debugfs directory (test hooks)
  * @link_index: number in the parent's name
  */
 struct srnic_dev {
@@ -89,6 +90,7 @@ struct srnic_dev {
 	u32 mr_next;
 	u32 mr_laps;
 	u8 mr_key_seed;
+	struct dentry *debugfs;
 	int link_index;
 };
 
@@ -256,6 +258,12 @@ int srnic_mr_copy_to(struct srnic_mr *mr, u64 iova, const void *src, u64 len);
 int srnic_mr_copy_from(struct srnic_mr *mr, u64 iova, void *dst, u64 len);
 int srnic_mr_copy(struct srnic_mr *dst, u64 dst_iova, struct srnic_mr *src,
 		  u64 src_iova, u64 len);
+
+/* srnic_debugfs.c: test hooks */
+void srnic_debugfs_init(void);
+void srnic_debugfs_exit(void);
+void srnic_debugfs_add_dev(struct srnic_dev *sdev);
+void srnic_debugfs_remove_dev(struct srnic_dev *sdev);
 
 /* srnic_verbs.c: the ib_device_ops table */
 int srnic_udata_check_tail(struct ib_udata *udata, size_t known);

@@ -152,6 +152,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	list_del(&sdev->list);
 	rtnl_unlock();
 
+	srnic_debugfs_remove_dev(sdev);
 	srnic_parent_destroy(sdev);
 	srnic_mr_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
@@ -255,6 +256,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	err = srnic_parent_create(sdev);
 	if (err)
 		goto err_dealloc;
+	srnic_debugfs_add_dev(sdev);
 	srnic_dev_init_attributes(sdev);
 	ib_set_device_ops(&sdev->ibdev, &srnic_dev_ops);
 
@@ -292,6 +294,7 @@ err_unlist:
 	rtnl_unlock();
 	put_device(&sdev->ibdev.dev);
 err_parent:
+	srnic_debugfs_remove_dev(sdev);
 	srnic_parent_destroy(sdev);
 err_dealloc:
 	srnic_mr_table_destroy(sdev);
@@ -339,6 +342,7 @@ static int __init srnic_init(void)
 	srnic_root = root_device_register(SRNIC_DRIVER_NAME);
 	if (IS_ERR(srnic_root))
 		return PTR_ERR(srnic_root);
+	srnic_debugfs_init();
 
 	err = srnic_netdev_notifier_register();
 	if (err)
@@ -348,6 +352,7 @@ static int __init srnic_init(void)
 	return 0;
 
 err_root:
+	srnic_debugfs_exit();
 	root_device_unregister(srnic_root);
 	return err;
 }
@@ -358,6 +363,7 @@ static void __exit srnic_exit(void)
 	rdma_link_unregister(&srnic_link_ops);
 	srnic_unregister_all();
 	srnic_netdev_notifier_unregister();
+	srnic_debugfs_exit();
 	root_device_unregister(srnic_root);
 	ida_destroy(&srnic_link_ids);
 }

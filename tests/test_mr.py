@@ -8,8 +8,10 @@ import ctypes
 import errno
 import itertools
 import json
+import os
+import select
 import subprocess
-import sys
+import zlib
 
 import pytest
 
@@ -252,3 +254,239 @@ def test_device_limits(dev):
     assert attr.max_mr > 1000
     assert attr.max_mr_size == MAX_MR_SIZE
     assert attr.page_size_cap & PAGE
+
+
+# ---- The lookup and copy API of the data path, through the test hook ----
+#
+# srnic_mr_lookup() and the copy helpers have no user before QPs exist;
+# debugfs srnic/link<N>/mr_test (module parameter mr_test_hooks) drives them
+# against MRs this process registers. See kernel/srnic_debugfs.c.
+
+IB_LOCAL_WRITE, IB_REMOTE_WRITE, IB_REMOTE_READ = 1, 2, 4
+HOOKS_PARAM = "/sys/module/srnic/parameters/mr_test_hooks"
+
+
+class Hook:
+    def __init__(self, dev):
+        if not os.path.ismount("/sys/kernel/debug"):
+            run("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
+        link = os.path.basename(os.readlink(f"/sys/class/infiniband/{dev}/device"))
+        self.path = f"/sys/kernel/debug/srnic/{link}/mr_test"
+
+    def __call__(self, text):
+        """Run one command; return 0 or the errno it failed with."""
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            os.write(fd, text.encode())
+            return 0
+        except OSError as ex:
+            return ex.errno
+        finally:
+            os.close(fd)
+
+    def crc(self):
+        with open(self.path) as f:
+            return int(f.read(), 16)
+
+
+@pytest.fixture
+def hook(dev):
+    with open(HOOKS_PARAM, "w") as f:
+        f.write("Y")
+    yield Hook(dev)
+    with open(HOOKS_PARAM, "w") as f:
+        f.write("N")
+
+
+def pdn_of(dev, mr):
+    return [m["pdn"] for m in resource_mrs(dev) if m["lkey"] == mr.lkey][0]
+
+
+def pattern(seed, length):
+    return bytes((seed + i + (i >> 12)) & 0xff for i in range(length))
+
+
+def test_hook_needs_module_parameter(dev, pd):
+    mr = MR(pd, PAGE, LW)
+    try:
+        cmd = Hook(dev)
+        assert cmd(f"lookup l {mr.lkey:x} {pdn_of(dev, mr)} 0 {mr.buf:x} 1") \
+            == errno.EPERM
+    finally:
+        mr.close()
+
+
+def test_lookup_checks_key_pd_access_bounds(dev, pd, hook):
+    buf = posix_memalign(4 * PAGE, PAGE)
+    addr, length = buf + 100, 3 * PAGE
+    mr = MR(pd, length, LW | RR, address=addr)
+    key, pdn = mr.lkey, pdn_of(dev, mr)
+    end = addr + length
+    try:
+        def lookup(kind="l", key=key, pdn=pdn, access=0, iova=addr,
+                   length=length):
+            return hook(f"lookup {kind} {key:x} {pdn} {access} {iova:x} "
+                        f"{length}")
+
+        assert lookup() == 0
+        assert lookup(kind="r", access=IB_REMOTE_READ) == 0
+        assert lookup(access=IB_LOCAL_WRITE | IB_REMOTE_READ) == 0
+        assert lookup(iova=end - 1, length=1) == 0
+        assert lookup(iova=end, length=0) == 0
+        # Keys: another key byte (stale key), another index, index 0.
+        assert lookup(key=key ^ 0x01) == errno.ENOENT
+        assert lookup(key=key ^ 0x80) == errno.ENOENT
+        assert lookup(key=key + 0x100) == errno.ENOENT
+        assert lookup(key=key & 0xff) == errno.ENOENT
+        # PD, access
+        assert lookup(pdn=pdn + 1) == errno.EPERM
+        assert lookup(access=IB_REMOTE_WRITE) == errno.EACCES
+        # Bounds, including arithmetic that would wrap.
+        assert lookup(iova=addr - 1) == errno.ERANGE
+        assert lookup(length=length + 1) == errno.ERANGE
+        assert lookup(iova=end, length=1) == errno.ERANGE
+        assert lookup(iova=addr + 1, length=(1 << 64) - 1) == errno.ERANGE
+        assert lookup(iova=(1 << 64) - 1, length=2) == errno.ERANGE
+        assert lookup(iova=0, length=0) == errno.ERANGE
+    finally:
+        mr.close()
+        free(buf)
+    # A deregistered MR's key misses.
+    assert hook(f"lookup l {key:x} {pdn} 0 {addr:x} 1") == errno.ENOENT
+
+
+def test_rkey_of_local_only_mr_misses(dev, pd, hook):
+    mr = MR(pd, PAGE, LW)
+    try:
+        assert hook(f"lookup l {mr.lkey:x} {pdn_of(dev, mr)} 0 "
+                    f"{mr.buf:x} {PAGE}") == 0
+        assert hook(f"lookup r {mr.rkey:x} {pdn_of(dev, mr)} 0 "
+                    f"{mr.buf:x} {PAGE}") == errno.ENOENT
+    finally:
+        mr.close()
+
+
+def test_copy_to_and_from_cross_pages(dev, pd, hook):
+    """A write spanning three pages of an MR that starts mid-page lands at
+    the right addresses and nowhere else; reading it back agrees."""
+    buf = posix_memalign(8 * PAGE, PAGE)
+    addr, length = buf + 100, 5 * PAGE
+    mr = MR(pd, length, LW | RW | RR, address=addr)
+    pdn = pdn_of(dev, mr)
+    try:
+        mr.write(b"\xaa" * length, length)
+        off, n = PAGE - 10, 2 * PAGE + 50
+        expected = pattern(7, n)
+        assert hook(f"fill {mr.rkey:x} {pdn} {addr + off:x} {n} 7") == 0
+        data = mr.read(length, 0)
+        assert data[:off] == b"\xaa" * off
+        assert data[off:off + n] == expected
+        assert data[off + n:] == b"\xaa" * (length - off - n)
+
+        assert hook(f"crc {mr.rkey:x} {pdn} {addr + off:x} {n}") == 0
+        assert hook.crc() == zlib.crc32(expected)
+        assert hook(f"crc {mr.rkey:x} {pdn} {addr:x} {length}") == 0
+        assert hook.crc() == zlib.crc32(data)
+        # Out of bounds: refused at lookup, nothing written.
+        assert hook(f"fill {mr.rkey:x} {pdn} {addr + 1:x} {length} 1") \
+            == errno.ERANGE
+        assert mr.read(length, 0) == data
+    finally:
+        mr.close()
+        free(buf)
+
+
+def test_large_mr_copy(dev, pd, hook):
+    size = 64 << 20
+    mr = MR(pd, size, LW | RW | RR)
+    pdn = pdn_of(dev, mr)
+    try:
+        tail = size - 3 * PAGE - 7
+        assert hook(f"fill {mr.rkey:x} {pdn} {mr.buf + tail:x} "
+                    f"{size - tail} 3") == 0
+        assert mr.read(size - tail, tail) == pattern(3, size - tail)
+    finally:
+        mr.close()
+
+
+def test_copy_between_mrs(dev, hook):
+    """srnic_mr_copy: page to page between MRs of two PDs whose buffers
+    have different offsets in their pages; the destination needs
+    LOCAL_WRITE."""
+    with pyverbs_device.Context(name=dev) as ctx:
+        with PD(ctx) as pd1, PD(ctx) as pd2:
+            sbuf = posix_memalign(4 * PAGE, PAGE)
+            dbuf = posix_memalign(4 * PAGE, PAGE)
+            src = MR(pd1, 3 * PAGE, 0, address=sbuf + 3)
+            dst = MR(pd2, 3 * PAGE, LW, address=dbuf + 1000)
+            try:
+                data = pattern(11, 3 * PAGE)
+                src.write(data, len(data))
+                dst.write(b"\0" * (3 * PAGE), 3 * PAGE)
+                spdn, dpdn = pdn_of(dev, src), pdn_of(dev, dst)
+                n = 2 * PAGE + 123
+                assert hook(f"copy {dst.lkey:x} {dpdn} {dst.buf + 5:x} "
+                            f"{src.lkey:x} {spdn} {src.buf + 17:x} {n}") == 0
+                got = dst.read(3 * PAGE, 0)
+                assert got[5:5 + n] == data[17:17 + n]
+                assert got[:5] == b"\0" * 5
+                assert got[5 + n:] == b"\0" * (3 * PAGE - 5 - n)
+                # The source lacks LOCAL_WRITE: it cannot be a destination.
+                assert hook(f"copy {src.lkey:x} {spdn} {src.buf:x} "
+                            f"{dst.lkey:x} {dpdn} {dst.buf:x} 1") \
+                    == errno.EACCES
+                # Wrong PD for the source.
+                assert hook(f"copy {dst.lkey:x} {dpdn} {dst.buf:x} "
+                            f"{src.lkey:x} {dpdn} {src.buf:x} 1") \
+                    == errno.EPERM
+            finally:
+                src.close()
+                dst.close()
+                free(sbuf)
+                free(dbuf)
+
+
+DEREG_SCRIPT = r"""
+import sys
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.mr import MR
+import pyverbs.enums as e
+ctx = Context(name=sys.argv[1])
+pd = PD(ctx)
+mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+print(f"{mr.lkey:x} {mr.buf:x}", flush=True)
+sys.stdin.readline()
+mr.close()
+print("deregistered", flush=True)
+"""
+
+
+def test_dereg_waits_for_inflight_access(dev, hook):
+    """dereg_mr of an MR the data path holds blocks until the reference is
+    dropped, and then completes."""
+    proc = subprocess.Popen(["/usr/bin/python3", "-c", DEREG_SCRIPT, dev],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    held = False
+    try:
+        key, addr = proc.stdout.readline().split()
+        pdn = [m["pdn"] for m in resource_mrs(dev)
+               if m["lkey"] == int(key, 16)][0]
+        assert hook(f"hold {key} {pdn} {addr}") == 0
+        held = True
+        proc.stdin.write("dereg\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 2.0)
+        assert not ready, "dereg_mr returned while the MR was in use"
+        # The key already misses: new accesses cannot start.
+        assert hook(f"lookup l {key} {pdn} 0 {addr} 1") == errno.ENOENT
+        assert hook("release") == 0
+        held = False
+        ready, _, _ = select.select([proc.stdout], [], [], 10.0)
+        assert ready and proc.stdout.readline().strip() == "deregistered"
+    finally:
+        if held:
+            hook("release")
+        proc.kill()
+        proc.wait()
