@@ -15,6 +15,7 @@
  *                                        lkeys; dst needs LOCAL_WRITE
  *   hold KEY PDN IOVA                    keep a reference (one at a time)
  *   release                              drop it
+ *   kernel                               self-test of kernel MRs (below)
  *
  * KEY, IOVA in hex; PDN, ACCESS (IB_ACCESS_* bits), LEN, SEED in decimal.
  * The pattern byte at offset i of a fill is (SEED + i + (i >> 12)) & 0xff.
@@ -23,6 +24,7 @@
 
 #include <linux/crc32.h>
 #include <linux/debugfs.h>
+#include <linux/gfp.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
@@ -159,6 +161,132 @@ out_dst:
 	return err;
 }
 
+/* Lookup of a kernel address through a DMA MR, then copies both ways. */
+static int srnic_test_dma_mr(struct srnic_dev *sdev, struct ib_pd *ibpd,
+			     u8 *buf, u8 *pattern, size_t len)
+{
+	u64 iova = (uintptr_t)buf;
+	struct srnic_mr *mr;
+	size_t i;
+	int err;
+
+	mr = srnic_mr_lookup(sdev, ibpd->local_dma_lkey, SRNIC_LKEY,
+			     to_srnic_pd(ibpd), IB_ACCESS_LOCAL_WRITE, iova, len);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	for (i = 0; i < len; i++)
+		pattern[i] = i + (i >> 12);
+	err = srnic_mr_copy_to(mr, iova, pattern, len);
+	if (!err && memcmp(buf, pattern, len))
+		err = -EIO;
+	memset(pattern, 0, len);
+	if (!err)
+		err = srnic_mr_copy_from(mr, iova, pattern, len);
+	if (!err && memcmp(buf, pattern, len))
+		err = -EIO;
+	srnic_mr_put(mr);
+	if (err)
+		return err;
+
+	/* ib_alloc_pd() asked for local access only: no rkey. */
+	mr = srnic_mr_lookup(sdev, ibpd->local_dma_lkey, SRNIC_RKEY,
+			     to_srnic_pd(ibpd), 0, iova, 1);
+	if (!IS_ERR(mr)) {
+		srnic_mr_put(mr);
+		return -EIO;
+	}
+	return PTR_ERR(mr) == -ENOENT ? 0 : -EIO;
+}
+
+/* map_mr_sg fills the page list; the MR stays invisible to lookups. */
+static int srnic_test_fast_reg_mr(struct srnic_dev *sdev, struct ib_pd *ibpd,
+				  u8 *buf, size_t len)
+{
+	const unsigned int offset = 100;
+	struct scatterlist sg;
+	struct srnic_mr *mr;
+	struct ib_mr *ibmr;
+	unsigned long i;
+	int err, n;
+
+	ibmr = ib_alloc_mr(ibpd, IB_MR_TYPE_SG_GAPS, 4);
+	if (!IS_ERR(ibmr)) {
+		ib_dereg_mr(ibmr);
+		return -EIO;
+	}
+	ibmr = ib_alloc_mr(ibpd, IB_MR_TYPE_MEM_REG,
+			   SRNIC_MAX_FAST_REG_PAGES + 1);
+	if (!IS_ERR(ibmr)) {
+		ib_dereg_mr(ibmr);
+		return -EIO;
+	}
+
+	ibmr = ib_alloc_mr(ibpd, IB_MR_TYPE_MEM_REG, len / PAGE_SIZE);
+	if (IS_ERR(ibmr))
+		return PTR_ERR(ibmr);
+	mr = to_srnic_mr(ibmr);
+
+	/* Starts mid-page: one page more than len / PAGE_SIZE. */
+	sg_init_one(&sg, buf + offset, len - PAGE_SIZE);
+	if (ib_dma_map_sg(ibpd->device, &sg, 1, DMA_BIDIRECTIONAL) != 1) {
+		err = -EIO;
+		goto out_dereg;
+	}
+	n = ib_map_mr_sg(ibmr, &sg, 1, NULL, PAGE_SIZE);
+	err = n == 1 ? 0 : n < 0 ? n : -EIO;
+	if (!err && (ibmr->iova != (uintptr_t)buf + offset ||
+		     ibmr->length != len - PAGE_SIZE ||
+		     mr->page_offset != offset ||
+		     mr->num_pages != len / PAGE_SIZE))
+		err = -EIO;
+	for (i = 0; !err && i < mr->num_pages; i++)
+		if (mr->pages[i] != virt_to_page(buf + i * PAGE_SIZE))
+			err = -EIO;
+	ib_dma_unmap_sg(ibpd->device, &sg, 1, DMA_BIDIRECTIONAL);
+
+	/* Not registered by an IB_WR_REG_MR: its key misses. */
+	if (!err && PTR_ERR(srnic_mr_lookup(sdev, ibmr->lkey, SRNIC_LKEY,
+					    to_srnic_pd(ibpd), 0, ibmr->iova,
+					    1)) != -ENOENT)
+		err = -EIO;
+out_dereg:
+	ib_dereg_mr(ibmr);
+	return err;
+}
+
+/*
+ * Kernel MRs, which only kernel ULPs create and none can reach before srnic
+ * is a kverbs provider: a PD, whose local_dma_lkey is a get_dma_mr MR, and
+ * a fast-reg MR. Returns -EIO when a result is wrong.
+ */
+static int srnic_test_kernel_mrs(struct srnic_dev *sdev)
+{
+	const unsigned int order = 2;
+	const size_t len = PAGE_SIZE << order;
+	struct ib_pd *ibpd;
+	u8 *buf, *pattern;
+	int err = -ENOMEM;
+
+	buf = (u8 *)__get_free_pages(GFP_KERNEL, order);
+	pattern = kmalloc(len, GFP_KERNEL);
+	if (!buf || !pattern)
+		goto out_free;
+
+	ibpd = ib_alloc_pd(&sdev->ibdev, 0);
+	if (IS_ERR(ibpd)) {
+		err = PTR_ERR(ibpd);
+		goto out_free;
+	}
+	err = srnic_test_dma_mr(sdev, ibpd, buf, pattern, len);
+	if (!err)
+		err = srnic_test_fast_reg_mr(sdev, ibpd, buf, len);
+	ib_dealloc_pd(ibpd);
+out_free:
+	kfree(pattern);
+	free_pages((unsigned long)buf, order);
+	return err;
+}
+
 static int srnic_test_command(struct srnic_dev *sdev, const char *cmd)
 {
 	u64 iova, iova2, len;
@@ -197,6 +325,8 @@ static int srnic_test_command(struct srnic_dev *sdev, const char *cmd)
 		srnic_test_held = mr;
 		return 0;
 	}
+	if (!strcmp(cmd, "kernel"))
+		return srnic_test_kernel_mrs(sdev);
 	if (!strcmp(cmd, "release")) {
 		if (!srnic_test_held)
 			return -ENOENT;

@@ -490,3 +490,12 @@ def test_dereg_waits_for_inflight_access(dev, hook):
             hook("release")
         proc.kill()
         proc.wait()
+
+
+def test_kernel_mrs(dev, hook):
+    """get_dma_mr (behind ib_alloc_pd's local_dma_lkey), lookups and copies
+    through it, alloc_mr's argument checks and map_mr_sg's page list: the
+    hook's in-kernel self-test returns 0 only if every result is right."""
+    assert hook("kernel") == 0
+    out = run("rdma", "-j", "resource", "show", "pd").stdout
+    assert [p for p in json.loads(out or "[]") if p.get("ifname") == dev] == []
