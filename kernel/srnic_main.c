@@ -174,10 +174,12 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	list_del(&sdev->list);
 	rtnl_unlock();
 
+	srnic_debugfs_remove_dev(sdev);
 	/* ib_core destroyed every QP, so every engine task is stopped. */
 	srnic_engines_stop(sdev);
 	srnic_parent_destroy(sdev);
 	srnic_net_put(read_pnet(&sdev->net));
+	srnic_mr_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
 }
@@ -273,6 +275,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	INIT_LIST_HEAD(&sdev->list);
 	ida_init(&sdev->pd_ids);
+	srnic_mr_table_init(sdev);
 	srnic_port_init(sdev);
 
 	write_pnet(&sdev->net, dev_net(ndev));
@@ -285,6 +288,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	err = srnic_engines_start(sdev);
 	if (err)
 		goto err_parent;
+	srnic_debugfs_add_dev(sdev);
 	srnic_dev_init_attributes(sdev);
 	ib_set_device_ops(&sdev->ibdev, &srnic_dev_ops);
 
@@ -322,12 +326,14 @@ err_unlist:
 	rtnl_unlock();
 	put_device(&sdev->ibdev.dev);
 err_engines:
+	srnic_debugfs_remove_dev(sdev);
 	srnic_engines_stop(sdev);
 err_parent:
 	srnic_parent_destroy(sdev);
 err_net:
 	srnic_net_put(read_pnet(&sdev->net));
 err_dealloc:
+	srnic_mr_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
 	netdev_put(ndev, &sdev->ndev_tracker);
 	ib_dealloc_device(&sdev->ibdev);
@@ -385,6 +391,7 @@ static int __init srnic_init(void)
 	srnic_root = root_device_register(SRNIC_DRIVER_NAME);
 	if (IS_ERR(srnic_root))
 		return PTR_ERR(srnic_root);
+	srnic_debugfs_init();
 
 	err = srnic_net_register();
 	if (err)
@@ -399,6 +406,7 @@ static int __init srnic_init(void)
 err_net:
 	srnic_net_unregister();
 err_root:
+	srnic_debugfs_exit();
 	root_device_unregister(srnic_root);
 	return err;
 }
@@ -410,6 +418,7 @@ static void __exit srnic_exit(void)
 	srnic_unregister_devices(NULL);
 	srnic_netdev_notifier_unregister();
 	srnic_net_unregister();
+	srnic_debugfs_exit();
 	root_device_unregister(srnic_root);
 	ida_destroy(&srnic_link_ids);
 }

@@ -2,7 +2,8 @@
 /*
  * srnic: verb entry points and the ib_device_ops table.
  *
- * Device and port queries, user contexts and protection domains. What is
+ * Device and port queries, user contexts and protection domains; memory
+ * regions are in srnic_mr.c. What is
  * not implemented yet is left out of the ops table, so ib_core and uverbs
  * answer EOPNOTSUPP for it, and query_device reports zero for it.
  */
@@ -26,8 +27,9 @@ static int srnic_query_device(struct ib_device *ibdev,
 	/* major.minor.sub in bits 63:32, 31:16, 15:0, as ibv_devinfo decodes */
 	attr->fw_ver = (u64)SRNIC_ABI_VERSION << 32;
 	attr->sys_image_guid = ibdev->node_guid;
-	attr->max_mr_size = 0;
+	attr->max_mr_size = SRNIC_MAX_MR_SIZE;
 	attr->page_size_cap = PAGE_SIZE;
+	attr->max_mr = SRNIC_MAX_MR;
 	attr->vendor_id = 0;
 	attr->vendor_part_id = 0;
 	attr->hw_ver = SRNIC_ABI_VERSION;
@@ -37,7 +39,11 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->atomic_cap = IB_ATOMIC_NONE;
 	/* `rdma link delete` may remove the device it created. */
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
-	/* QPs, CQs, MRs, SRQs, AHs: none until the data path exists. */
+	/*
+	 * QPs, CQs, SRQs, AHs: none until the data path exists; hence no
+	 * IB_DEVICE_MEM_MGT_EXTENSIONS and no max_fast_reg_page_list_len
+	 * either, as no QP executes IB_WR_REG_MR yet.
+	 */
 	return 0;
 }
 
@@ -118,11 +124,17 @@ static void srnic_get_dev_fw_str(struct ib_device *ibdev, char *str)
 	snprintf(str, IB_FW_VERSION_NAME_MAX, "%d.0.0", SRNIC_ABI_VERSION);
 }
 
-/*
+/**
+ * srnic_udata_check_tail() - refuse driver data this kernel does not know
+ * @udata: a command's driver data
+ * @known: bytes of it this kernel understands
+ *
  * Driver data that follows a command must not carry fields this kernel
  * does not know: a newer provider must not believe they were honoured.
+ *
+ * Return: 0, or -EOPNOTSUPP if a byte past @known is not zero.
  */
-static int srnic_udata_check_tail(struct ib_udata *udata, size_t known)
+int srnic_udata_check_tail(struct ib_udata *udata, size_t known)
 {
 	if (udata->inlen > known &&
 	    !ib_is_udata_cleared(udata, known, udata->inlen - known))
@@ -253,23 +265,28 @@ const struct ib_device_ops srnic_dev_ops = {
 	.uverbs_abi_ver = SRNIC_ABI_VERSION,
 
 	.alloc_hw_port_stats = srnic_alloc_hw_port_stats,
+	.alloc_mr = srnic_alloc_mr,
 	.alloc_pd = srnic_alloc_pd,
 	.alloc_ucontext = srnic_alloc_ucontext,
 	.dealloc_driver = srnic_dev_dealloc,
 	.dealloc_pd = srnic_dealloc_pd,
 	.dealloc_ucontext = srnic_dealloc_ucontext,
+	.dereg_mr = srnic_dereg_mr,
 	.device_group = &srnic_dev_attr_group,
 	.disassociate_ucontext = srnic_disassociate_ucontext,
 	.get_dev_fw_str = srnic_get_dev_fw_str,
 	.get_hw_stats = srnic_get_hw_stats,
+	.get_dma_mr = srnic_get_dma_mr,
 	.get_link_layer = srnic_get_link_layer,
 	.get_port_immutable = srnic_get_port_immutable,
+	.map_mr_sg = srnic_map_mr_sg,
 	.mmap = srnic_mmap,
 	.mmap_free = srnic_mmap_free,
 	.modify_device = srnic_modify_device,
 	.query_device = srnic_query_device,
 	.query_pkey = srnic_query_pkey,
 	.query_port = srnic_query_port,
+	.reg_user_mr = srnic_reg_user_mr,
 
 	INIT_RDMA_OBJ_SIZE(ib_pd, srnic_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, srnic_ucontext, ibuc),

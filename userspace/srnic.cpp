@@ -5,6 +5,7 @@
 // allocation. The verbs themselves live in files named for their objects.
 #include "context.h"
 #include "device.h"
+#include "mr.h"
 #include "pd.h"
 #include "sysfs.h"
 #include "verbs_driver_abi.h"
@@ -46,14 +47,16 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 }
 
 // The verbs srnic implements, in verbs_context_ops' (alphabetical) order. The
-// others keep libibverbs' defaults, which fail with EOPNOTSUPP: CQs, QPs and
-// MRs come once the kernel implements them.
+// others keep libibverbs' defaults, which fail with EOPNOTSUPP: CQs and QPs
+// come once the kernel implements them.
 constinit const verbs_context_ops srnic_context_ops = {
 	.alloc_pd = srnic::alloc_pd,
 	.dealloc_pd = srnic::dealloc_pd,
+	.dereg_mr = srnic::dereg_mr,
 	.free_context = srnic_free_context,
 	.query_device_ex = srnic::query_device_ex,
 	.query_port = srnic::query_port,
+	.reg_mr = srnic::reg_mr,
 };
 
 verbs_context *srnic_alloc_context(ibv_device *device, int cmd_fd, void * /*private_data*/) noexcept

@@ -79,7 +79,22 @@ struct verbs_sysfs_dev {
 };
 
 struct verbs_device;
-struct verbs_mr;
+
+// What libibverbs keeps of a memory region. The provider allocates it
+// (embedded first in its own MR struct); ibv_cmd_reg_mr fills every field, and
+// libibverbs sets ibv_mr's context, pd, addr and length after reg_mr returns.
+enum ibv_mr_type {
+	IBV_MR_TYPE_MR,
+	IBV_MR_TYPE_NULL_MR,
+	IBV_MR_TYPE_IMPORTED_MR,
+	IBV_MR_TYPE_DMABUF_MR,
+};
+
+struct verbs_mr {
+	struct ibv_mr ibv_mr;
+	enum ibv_mr_type mr_type;
+	int access;
+};
 
 // What a provider hands to verbs_register_driver_34.
 struct verbs_device_ops {
@@ -273,6 +288,16 @@ struct ibv_query_port {
 	__u8 reserved[7];
 };
 
+struct ibv_reg_mr {
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__aligned_u64 start;
+	__aligned_u64 length;
+	__aligned_u64 hca_va;
+	__u32 pd_handle;
+	__u32 access_flags;
+};
+
 // The fixed part of struct ib_uverbs_get_context_resp. alignas keeps the
 // 8-byte alignment its __aligned_u64 driver_data[] gives the kernel's struct.
 struct alignas(8) ibv_get_context_resp_core {
@@ -297,6 +322,13 @@ int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
 int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd, struct ibv_alloc_pd *cmd,
 		     size_t cmd_size, struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
 int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
+// Fills cmd and vmr; returns 0 or a positive errno.
+int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va, int access,
+		   struct verbs_mr *vmr, struct ibv_reg_mr *cmd, size_t cmd_size,
+		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
+// Returns 0 or a positive errno; 0 also when the kernel already destroyed
+// the MR (device removed).
+int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
 
 } // extern "C"
 
@@ -331,10 +363,19 @@ static_assert(sizeof(struct verbs_device) == 712);
 static_assert(sizeof(struct verbs_context_ops) == 608);
 static_assert(offsetof(struct verbs_context_ops, alloc_pd) == 40);
 static_assert(offsetof(struct verbs_context_ops, dealloc_pd) == 208);
+static_assert(offsetof(struct verbs_context_ops, dereg_mr) == 224);
 static_assert(offsetof(struct verbs_context_ops, free_context) == 312);
 static_assert(offsetof(struct verbs_context_ops, query_device_ex) == 464);
 static_assert(offsetof(struct verbs_context_ops, query_port) == 480);
+static_assert(offsetof(struct verbs_context_ops, reg_mr) == 544);
 static_assert(offsetof(struct verbs_context_ops, unimport_pd) == 600);
+
+static_assert(sizeof(struct ibv_mr) == 48);
+static_assert(offsetof(struct verbs_mr, ibv_mr) == 0);
+static_assert(offsetof(struct verbs_mr, mr_type) == 48);
+static_assert(offsetof(struct verbs_mr, access) == 52);
+static_assert(sizeof(struct verbs_mr) == 56);
+static_assert(sizeof(enum ibv_mr_type) == 4);
 
 // Public, but the provider embeds it, so its size is part of what we rely on.
 static_assert(sizeof(struct verbs_context) == 648);
@@ -349,6 +390,11 @@ static_assert(sizeof(struct ibv_query_port) ==
 	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_query_port));
 static_assert(offsetof(struct ibv_query_port, port_num) == 16);
 static_assert(sizeof(struct ibv_query_port) == 24);
+static_assert(sizeof(struct ibv_reg_mr) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_reg_mr));
+static_assert(offsetof(struct ibv_reg_mr, pd_handle) == 40);
+static_assert(sizeof(struct ibv_reg_mr) == 48);
+static_assert(sizeof(struct ib_uverbs_reg_mr_resp) == 12);
 static_assert(sizeof(struct ibv_get_context_resp_core) ==
 	      sizeof(struct ib_uverbs_get_context_resp));
 static_assert(alignof(struct ibv_get_context_resp_core) ==

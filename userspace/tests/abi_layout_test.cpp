@@ -4,6 +4,7 @@
 // srnic-abi.h, and the driver data each verb command carries (the kernel sees
 // it as udata; its lengths are listed here so the kernel side can check them).
 #include "context.h"
+#include "mr.h"
 #include "pd.h"
 #include "verbs_driver_abi.h"
 
@@ -76,6 +77,17 @@ TEST(VerbsCommands, AllocPdCarriesOnlyTheSrnicResponse)
 	EXPECT_EQ(offsetof(AllocPdResp, driver), sizeof(ib_uverbs_alloc_pd_resp));
 }
 
+TEST(VerbsCommands, RegMrCarriesNoSrnicData)
+{
+	// The kernel sees udata.inlen == 0 and udata.outlen == 0 and refuses
+	// driver data it does not know: growing either is an ABI change.
+	EXPECT_EQ((udata_inlen<RegMrCmd, struct ibv_reg_mr>()), 0u);
+	EXPECT_EQ(sizeof(RegMrCmd) - sizeof(ib_uverbs_cmd_hdr), sizeof(ib_uverbs_reg_mr));
+	EXPECT_EQ(sizeof(RegMrResp), sizeof(ib_uverbs_reg_mr_resp));
+	EXPECT_EQ(offsetof(RegMrCmd, access_flags) - sizeof(ib_uverbs_cmd_hdr),
+		  offsetof(ib_uverbs_reg_mr, access_flags));
+}
+
 TEST(VerbsDriverAbi, SentinelMatchEntryIsAllZero)
 {
 	const verbs_match_ent sentinel = {};
@@ -89,6 +101,14 @@ TEST(VerbsDriverAbi, ContextEmbedsVerbsContextFirst)
 	EXPECT_EQ(to_srnic_context(&ctx.ibv_ctx.context), &ctx);
 	Pd pd = {};
 	EXPECT_EQ(to_srnic_pd(&pd.ibpd), &pd);
+}
+
+TEST(VerbsDriverAbi, MrEmbedsVerbsMrFirst)
+{
+	Mr mr = {};
+	EXPECT_EQ(to_srnic_mr(&mr.vmr), &mr);
+	// libibverbs' verbs_get_mr() relies on ibv_mr starting verbs_mr.
+	EXPECT_EQ(static_cast<void *>(&mr.vmr.ibv_mr), static_cast<void *>(&mr));
 }
 
 } // namespace

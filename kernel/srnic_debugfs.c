@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: test hooks in debugfs.
+ *
+ * /sys/kernel/debug/srnic/link<N>/mr_test lets the VM test suites drive the
+ * MR lookup and copy API the data path uses (srnic_mr.c) against MRs that a
+ * process registered, before any QP exists. It does nothing unless the
+ * module parameter mr_test_hooks is set. One command per write(); the
+ * write fails with the errno of the lookup or copy:
+ *
+ *   lookup l|r KEY PDN ACCESS IOVA LEN   look up and release at once
+ *   fill KEY PDN IOVA LEN SEED           rkey, REMOTE_WRITE; write pattern
+ *   crc KEY PDN IOVA LEN                 rkey, REMOTE_READ; CRC-32 of range
+ *   copy DKEY DPDN DIOVA SKEY SPDN SIOVA LEN
+ *                                        lkeys; dst needs LOCAL_WRITE
+ *   hold KEY PDN IOVA                    keep a reference (one at a time)
+ *   release                              drop it
+ *   kernel                               self-test of kernel MRs (below)
+ *
+ * KEY, IOVA in hex; PDN, ACCESS (IB_ACCESS_* bits), LEN, SEED in decimal.
+ * The pattern byte at offset i of a fill is (SEED + i + (i >> 12)) & 0xff.
+ * Reading the file returns the last CRC as 8 hex digits.
+ */
+
+#include <linux/crc32.h>
+#include <linux/debugfs.h>
+#include <linux/gfp.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "srnic.h"
+
+static bool mr_test_hooks;
+module_param(mr_test_hooks, bool, 0644);
+MODULE_PARM_DESC(mr_test_hooks,
+		 "Let debugfs srnic/*/mr_test drive MR lookups (tests only)");
+
+#define SRNIC_TEST_MAX_LEN (64UL << 20)
+#define SRNIC_TEST_CMD_MAX 160
+
+static struct dentry *srnic_debugfs_root;
+
+/* Serialises commands; protects the fields below. */
+static DEFINE_MUTEX(srnic_test_lock);
+static struct srnic_mr *srnic_test_held;
+static u32 srnic_test_crc;
+
+/* Matches no MR: stands for a PD number no MR of the key has. */
+static struct srnic_pd srnic_test_no_pd;
+
+/*
+ * The PD a lookup for @key should present: the MR's own if its number is
+ * @pdn, else one no MR belongs to. The MR is held while its PD is read, so
+ * the PD cannot go away (it outlives its MRs).
+ */
+static struct srnic_pd *srnic_test_pd(struct srnic_dev *sdev, u32 key,
+				      u32 pdn)
+{
+	struct srnic_pd *pd = &srnic_test_no_pd;
+	struct srnic_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_table, key >> 8);
+	if (mr && !refcount_inc_not_zero(&mr->users))
+		mr = NULL;
+	rcu_read_unlock();
+	if (mr) {
+		if (mr->pd->pdn == pdn)
+			pd = mr->pd;
+		srnic_mr_put(mr);
+	}
+	return pd;
+}
+
+static struct srnic_mr *srnic_test_lookup(struct srnic_dev *sdev, u32 key,
+					  enum srnic_key_kind kind, u32 pdn,
+					  int access, u64 iova, u64 len)
+{
+	return srnic_mr_lookup(sdev, key, kind, srnic_test_pd(sdev, key, pdn),
+			       access, iova, len);
+}
+
+static int srnic_test_fill(struct srnic_dev *sdev, u32 key, u32 pdn, u64 iova,
+			   u64 len, u32 seed)
+{
+	struct srnic_mr *mr;
+	u8 *buf;
+	u64 i;
+	int err;
+
+	if (len > SRNIC_TEST_MAX_LEN)
+		return -E2BIG;
+	buf = kvmalloc(len ?: 1, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < len; i++)
+		buf[i] = seed + i + (i >> 12);
+
+	mr = srnic_test_lookup(sdev, key, SRNIC_RKEY, pdn,
+			       IB_ACCESS_REMOTE_WRITE, iova, len);
+	if (IS_ERR(mr)) {
+		err = PTR_ERR(mr);
+		goto out;
+	}
+	err = srnic_mr_copy_to(mr, iova, buf, len);
+	srnic_mr_put(mr);
+out:
+	kvfree(buf);
+	return err;
+}
+
+static int srnic_test_crc32(struct srnic_dev *sdev, u32 key, u32 pdn,
+			    u64 iova, u64 len)
+{
+	struct srnic_mr *mr;
+	u8 *buf;
+	int err;
+
+	if (len > SRNIC_TEST_MAX_LEN)
+		return -E2BIG;
+	buf = kvmalloc(len ?: 1, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+
+	mr = srnic_test_lookup(sdev, key, SRNIC_RKEY, pdn,
+			       IB_ACCESS_REMOTE_READ, iova, len);
+	if (IS_ERR(mr)) {
+		err = PTR_ERR(mr);
+		goto out;
+	}
+	err = srnic_mr_copy_from(mr, iova, buf, len);
+	srnic_mr_put(mr);
+	if (!err)
+		srnic_test_crc = crc32_le(~0, buf, len) ^ ~0;
+out:
+	kvfree(buf);
+	return err;
+}
+
+static int srnic_test_copy(struct srnic_dev *sdev, u32 dkey, u32 dpdn,
+			   u64 diova, u32 skey, u32 spdn, u64 siova, u64 len)
+{
+	struct srnic_mr *dst, *src;
+	int err;
+
+	dst = srnic_test_lookup(sdev, dkey, SRNIC_LKEY, dpdn,
+				IB_ACCESS_LOCAL_WRITE, diova, len);
+	if (IS_ERR(dst))
+		return PTR_ERR(dst);
+	src = srnic_test_lookup(sdev, skey, SRNIC_LKEY, spdn, 0, siova, len);
+	if (IS_ERR(src)) {
+		err = PTR_ERR(src);
+		goto out_dst;
+	}
+	err = srnic_mr_copy(dst, diova, src, siova, len);
+	srnic_mr_put(src);
+out_dst:
+	srnic_mr_put(dst);
+	return err;
+}
+
+/* Lookup of a kernel address through a DMA MR, then copies both ways. */
+static int srnic_test_dma_mr(struct srnic_dev *sdev, struct ib_pd *ibpd,
+			     u8 *buf, u8 *pattern, size_t len)
+{
+	u64 iova = (uintptr_t)buf;
+	struct srnic_mr *mr;
+	size_t i;
+	int err;
+
+	mr = srnic_mr_lookup(sdev, ibpd->local_dma_lkey, SRNIC_LKEY,
+			     to_srnic_pd(ibpd), IB_ACCESS_LOCAL_WRITE, iova, len);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	for (i = 0; i < len; i++)
+		pattern[i] = i + (i >> 12);
+	err = srnic_mr_copy_to(mr, iova, pattern, len);
+	if (!err && memcmp(buf, pattern, len))
+		err = -EIO;
+	memset(pattern, 0, len);
+	if (!err)
+		err = srnic_mr_copy_from(mr, iova, pattern, len);
+	if (!err && memcmp(buf, pattern, len))
+		err = -EIO;
+	srnic_mr_put(mr);
+	if (err)
+		return err;
+
+	/* ib_alloc_pd() asked for local access only: no rkey. */
+	mr = srnic_mr_lookup(sdev, ibpd->local_dma_lkey, SRNIC_RKEY,
+			     to_srnic_pd(ibpd), 0, iova, 1);
+	if (!IS_ERR(mr)) {
+		srnic_mr_put(mr);
+		return -EIO;
+	}
+	return PTR_ERR(mr) == -ENOENT ? 0 : -EIO;
+}
+
+/* map_mr_sg fills the page list; the MR stays invisible to lookups. */
+static int srnic_test_fast_reg_mr(struct srnic_dev *sdev, struct ib_pd *ibpd,
+				  u8 *buf, size_t len)
+{
+	const unsigned int offset = 100;
+	struct scatterlist sg;
+	struct srnic_mr *mr;
+	struct ib_mr *ibmr;
+	unsigned long i;
+	int err, n;
+
+	ibmr = ib_alloc_mr(ibpd, IB_MR_TYPE_SG_GAPS, 4);
+	if (!IS_ERR(ibmr)) {
+		ib_dereg_mr(ibmr);
+		return -EIO;
+	}
+	ibmr = ib_alloc_mr(ibpd, IB_MR_TYPE_MEM_REG,
+			   SRNIC_MAX_FAST_REG_PAGES + 1);
+	if (!IS_ERR(ibmr)) {
+		ib_dereg_mr(ibmr);
+		return -EIO;
+	}
+
+	ibmr = ib_alloc_mr(ibpd, IB_MR_TYPE_MEM_REG, len / PAGE_SIZE);
+	if (IS_ERR(ibmr))
+		return PTR_ERR(ibmr);
+	mr = to_srnic_mr(ibmr);
+
+	/* Starts mid-page: one page more than len / PAGE_SIZE. */
+	sg_init_one(&sg, buf + offset, len - PAGE_SIZE);
+	if (ib_dma_map_sg(ibpd->device, &sg, 1, DMA_BIDIRECTIONAL) != 1) {
+		err = -EIO;
+		goto out_dereg;
+	}
+	n = ib_map_mr_sg(ibmr, &sg, 1, NULL, PAGE_SIZE);
+	err = n == 1 ? 0 : n < 0 ? n : -EIO;
+	if (!err && (ibmr->iova != (uintptr_t)buf + offset ||
+		     ibmr->length != len - PAGE_SIZE ||
+		     mr->page_offset != offset ||
+		     mr->num_pages != len / PAGE_SIZE))
+		err = -EIO;
+	for (i = 0; !err && i < mr->num_pages; i++)
+		if (mr->pages[i] != virt_to_page(buf + i * PAGE_SIZE))
+			err = -EIO;
+	ib_dma_unmap_sg(ibpd->device, &sg, 1, DMA_BIDIRECTIONAL);
+
+	/* Not registered by an IB_WR_REG_MR: its key misses. */
+	if (!err && PTR_ERR(srnic_mr_lookup(sdev, ibmr->lkey, SRNIC_LKEY,
+					    to_srnic_pd(ibpd), 0, ibmr->iova,
+					    1)) != -ENOENT)
+		err = -EIO;
+out_dereg:
+	ib_dereg_mr(ibmr);
+	return err;
+}
+
+/*
+ * Kernel MRs, which only kernel ULPs create and none can reach before srnic
+ * is a kverbs provider: a PD, whose local_dma_lkey is a get_dma_mr MR, and
+ * a fast-reg MR. Returns -EIO when a result is wrong.
+ */
+static int srnic_test_kernel_mrs(struct srnic_dev *sdev)
+{
+	const unsigned int order = 2;
+	const size_t len = PAGE_SIZE << order;
+	struct ib_pd *ibpd;
+	u8 *buf, *pattern;
+	int err = -ENOMEM;
+
+	buf = (u8 *)__get_free_pages(GFP_KERNEL, order);
+	pattern = kmalloc(len, GFP_KERNEL);
+	if (!buf || !pattern)
+		goto out_free;
+
+	ibpd = ib_alloc_pd(&sdev->ibdev, 0);
+	if (IS_ERR(ibpd)) {
+		err = PTR_ERR(ibpd);
+		goto out_free;
+	}
+	err = srnic_test_dma_mr(sdev, ibpd, buf, pattern, len);
+	if (!err)
+		err = srnic_test_fast_reg_mr(sdev, ibpd, buf, len);
+	ib_dealloc_pd(ibpd);
+out_free:
+	kfree(pattern);
+	free_pages((unsigned long)buf, order);
+	return err;
+}
+
+static int srnic_test_command(struct srnic_dev *sdev, const char *cmd)
+{
+	u64 iova, iova2, len;
+	u32 key, key2, pdn, pdn2, seed;
+	struct srnic_mr *mr;
+	int access;
+	char kind;
+
+	if (sscanf(cmd, "lookup %c %x %u %d %llx %llu", &kind, &key, &pdn,
+		   &access, &iova, &len) == 6) {
+		if (kind != 'l' && kind != 'r')
+			return -EINVAL;
+		mr = srnic_test_lookup(sdev, key,
+				       kind == 'l' ? SRNIC_LKEY : SRNIC_RKEY,
+				       pdn, access, iova, len);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr);
+		srnic_mr_put(mr);
+		return 0;
+	}
+	if (sscanf(cmd, "fill %x %u %llx %llu %u", &key, &pdn, &iova, &len,
+		   &seed) == 5)
+		return srnic_test_fill(sdev, key, pdn, iova, len, seed);
+	if (sscanf(cmd, "crc %x %u %llx %llu", &key, &pdn, &iova, &len) == 4)
+		return srnic_test_crc32(sdev, key, pdn, iova, len);
+	if (sscanf(cmd, "copy %x %u %llx %x %u %llx %llu", &key, &pdn, &iova,
+		   &key2, &pdn2, &iova2, &len) == 7)
+		return srnic_test_copy(sdev, key, pdn, iova, key2, pdn2, iova2,
+				       len);
+	if (sscanf(cmd, "hold %x %u %llx", &key, &pdn, &iova) == 3) {
+		if (srnic_test_held)
+			return -EBUSY;
+		mr = srnic_test_lookup(sdev, key, SRNIC_LKEY, pdn, 0, iova, 0);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr);
+		srnic_test_held = mr;
+		return 0;
+	}
+	if (!strcmp(cmd, "kernel"))
+		return srnic_test_kernel_mrs(sdev);
+	if (!strcmp(cmd, "release")) {
+		if (!srnic_test_held)
+			return -ENOENT;
+		srnic_mr_put(srnic_test_held);
+		srnic_test_held = NULL;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static ssize_t srnic_mr_test_write(struct file *file, const char __user *ubuf,
+				   size_t count, loff_t *ppos)
+{
+	struct srnic_dev *sdev = file->private_data;
+	char cmd[SRNIC_TEST_CMD_MAX];
+	int err;
+
+	if (!READ_ONCE(mr_test_hooks))
+		return -EPERM;
+	if (!count || count >= sizeof(cmd))
+		return -EINVAL;
+	if (copy_from_user(cmd, ubuf, count))
+		return -EFAULT;
+	cmd[count] = '\0';
+	strim(cmd);
+
+	mutex_lock(&srnic_test_lock);
+	err = srnic_test_command(sdev, cmd);
+	mutex_unlock(&srnic_test_lock);
+	return err ?: count;
+}
+
+static ssize_t srnic_mr_test_read(struct file *file, char __user *ubuf,
+				  size_t count, loff_t *ppos)
+{
+	char text[16];
+	int len;
+
+	mutex_lock(&srnic_test_lock);
+	len = scnprintf(text, sizeof(text), "%08x\n", srnic_test_crc);
+	mutex_unlock(&srnic_test_lock);
+	return simple_read_from_buffer(ubuf, count, ppos, text, len);
+}
+
+static const struct file_operations srnic_mr_test_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = srnic_mr_test_read,
+	.write = srnic_mr_test_write,
+	.llseek = default_llseek,
+};
+
+/**
+ * srnic_debugfs_add_dev() - create a device's directory of test hooks
+ * @sdev: a device being created (link_index assigned)
+ *
+ * debugfs failures are not errors: the device works without its hooks.
+ */
+void srnic_debugfs_add_dev(struct srnic_dev *sdev)
+{
+	char name[24];
+
+	snprintf(name, sizeof(name), "link%d", sdev->link_index);
+	sdev->debugfs = debugfs_create_dir(name, srnic_debugfs_root);
+	debugfs_create_file("mr_test", 0600, sdev->debugfs, sdev,
+			    &srnic_mr_test_fops);
+}
+
+/**
+ * srnic_debugfs_remove_dev() - remove a device's test hooks
+ * @sdev: the device; no command can run on it after this returns
+ */
+void srnic_debugfs_remove_dev(struct srnic_dev *sdev)
+{
+	debugfs_remove(sdev->debugfs);
+	sdev->debugfs = NULL;
+}
+
+void srnic_debugfs_init(void)
+{
+	srnic_debugfs_root = debugfs_create_dir(SRNIC_DRIVER_NAME, NULL);
+}
+
+void srnic_debugfs_exit(void)
+{
+	debugfs_remove(srnic_debugfs_root);
+}
