@@ -26,6 +26,13 @@
 #define SRNIC_DRIVER_NAME "srnic"
 #define SRNIC_PORT 1		/* srnic devices have exactly one port */
 
+/*
+ * A software device has no IEEE OUI; like rxe (0xffffff) srnic reports a
+ * value no vendor holds, so tools and tests that treat 0 as "unset" work.
+ */
+#define SRNIC_VENDOR_ID 0xfffffe
+#define SRNIC_VENDOR_PART_ID 0x5352	/* "SR" */
+
 /* Limits reported by query_device/query_port for what is implemented. */
 #define SRNIC_MAX_PD BIT(16)
 #define SRNIC_MAX_UCONTEXT 1024

@@ -30,8 +30,8 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->max_mr_size = SRNIC_MAX_MR_SIZE;
 	attr->page_size_cap = PAGE_SIZE;
 	attr->max_mr = SRNIC_MAX_MR;
-	attr->vendor_id = 0;
-	attr->vendor_part_id = 0;
+	attr->vendor_id = SRNIC_VENDOR_ID;
+	attr->vendor_part_id = SRNIC_VENDOR_PART_ID;
 	attr->hw_ver = SRNIC_ABI_VERSION;
 	attr->max_pd = SRNIC_MAX_PD;
 	attr->max_pkeys = SRNIC_PKEY_TABLE_LEN;

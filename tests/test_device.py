@@ -54,6 +54,8 @@ def test_device_shown_by_tools(srnic, veth):
     guid = eui64_from_mac(veth.mac(veth.a))
     assert devinfo_field(info, "node_guid") == guid
     assert devinfo_field(info, "sys_image_guid") == guid
+    assert devinfo_field(info, "vendor_id") == "0xfffffe"
+    assert devinfo_field(info, "fw_ver") == "1.0.0"
     # Honest limits: PDs and MRs exist, the rest of the data path not yet.
     assert int(devinfo_field(info, "max_pd")) > 0
     assert int(devinfo_field(info, "max_mr")) > 0
