@@ -54,9 +54,11 @@ def test_device_shown_by_tools(srnic, veth):
     guid = eui64_from_mac(veth.mac(veth.a))
     assert devinfo_field(info, "node_guid") == guid
     assert devinfo_field(info, "sys_image_guid") == guid
-    # Honest limits: nothing of the data path is claimed yet.
-    assert int(devinfo_field(info, "max_pd")) > 0
-    for field in ("max_qp", "max_cq", "max_mr", "max_srq"):
+    # Honest limits: only what is implemented is claimed.
+    for field in ("max_pd", "max_qp", "max_cq", "max_cqe", "max_qp_wr",
+                  "max_sge"):
+        assert int(devinfo_field(info, field)) > 0, field
+    for field in ("max_mr", "max_srq", "max_ah"):
         assert int(devinfo_field(info, field)) == 0, field
 
     # dev.parent lets rdma-core find the netdev.
@@ -79,7 +81,7 @@ def test_provider_binds_any_name(srnic, veth):
             assert "libsrnic-rdmav34.so" in maps.read()
         attr = ctx.query_device()
         assert attr.max_pd > 0
-        assert attr.max_qp == 0
+        assert attr.max_qp > 0 and attr.max_mr == 0
         ex = ctx.query_device_ex()
         assert ex.orig_attr.node_guid == attr.node_guid
         port = ctx.query_port(1)
