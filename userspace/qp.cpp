@@ -59,8 +59,14 @@ ibv_qp *fail_created(Qp *qp, int err) noexcept
 ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 {
 	Context *ctx = to_srnic_context(ibctx);
-	// Only what srnic implements: a PD, no XRC, no extended send ops.
-	if (attr->comp_mask & ~IBV_QP_INIT_ATTR_PD) {
+	// Only what srnic implements: a PD, no creation flags, no XRC, no
+	// extended send ops. An empty set of creation flags is no request;
+	// ibv_cmd_create_qp_ex() itself would refuse the bit.
+	const uint32_t comp_mask = attr->comp_mask;
+	const bool no_create_flags =
+		!(comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) || !attr->create_flags;
+	if ((comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    !no_create_flags) {
 		errno = EOPNOTSUPP;
 		return nullptr;
 	}
@@ -75,9 +81,11 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 	// libibverbs takes the kernel's response struct, whose flexible array
 	// member CreateQpResp cannot embed; ibv_create_qp_resp_core has the
 	// same size and alignment (asserted in verbs_driver_abi.h).
+	attr->comp_mask = comp_mask & ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	int err = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, attr, &cmd.ibv_cmd, sizeof(cmd),
 				       reinterpret_cast<ib_uverbs_create_qp_resp *>(&resp),
 				       sizeof(resp));
+	attr->comp_mask = comp_mask;
 	if (err) {
 		errno = err;
 		return nullptr;
