@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 
 namespace srnic
 {
@@ -80,7 +81,10 @@ inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> rc_send_opcode_supported =
 // on either way (it is published only after a 0).
 inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) noexcept
 {
-	const auto opcode = static_cast<unsigned>(wr.opcode);
+	// The caller's bits, not an enum load: any value may arrive here.
+	std::underlying_type_t<ibv_wr_opcode> opcode;
+	static_assert(sizeof(opcode) == sizeof(wr.opcode));
+	std::memcpy(&opcode, &wr.opcode, sizeof(opcode));
 	if (opcode >= rc_send_opcode_supported.size() || !rc_send_opcode_supported[opcode] ||
 	    wr.num_sge < 0)
 		return EINVAL;
@@ -96,21 +100,22 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 		wqe->flags |= SRNIC_WQE_FENCE;
 	if (wr.send_flags & IBV_SEND_SOLICITED)
 		wqe->flags |= SRNIC_WQE_SOLICITED;
-	if (wr.opcode == IBV_WR_SEND_WITH_IMM || wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+	if (opcode == IBV_WR_SEND_WITH_IMM || opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 		wqe->imm_data = wr.imm_data;
-	if (wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM) {
+	if (opcode != IBV_WR_SEND && opcode != IBV_WR_SEND_WITH_IMM) {
 		wqe->rdma.remote_addr = wr.wr.rdma.remote_addr;
 		wqe->rdma.rkey = wr.wr.rdma.rkey;
 	}
 
-	if ((wr.send_flags & IBV_SEND_INLINE) && wr.opcode != IBV_WR_RDMA_READ) {
+	if ((wr.send_flags & IBV_SEND_INLINE) && opcode != IBV_WR_RDMA_READ) {
 		uint32_t len = 0;
 		for (int i = 0; i < wr.num_sge; ++i) {
 			const ibv_sge &sge = wr.sg_list[i];
 			if (sge.length > qp.max_inline - len)
 				return EINVAL;
-			std::memcpy(payload + len, reinterpret_cast<const void *>(sge.addr),
-				    sge.length);
+			if (sge.length)
+				std::memcpy(payload + len,
+					    reinterpret_cast<const void *>(sge.addr), sge.length);
 			len += sge.length;
 		}
 		wqe->flags |= SRNIC_WQE_INLINE;
@@ -121,7 +126,8 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 	if (static_cast<uint32_t>(wr.num_sge) > qp.sq_max_sge)
 		return EINVAL;
 	wqe->num_sge = static_cast<__u16>(wr.num_sge);
-	std::memcpy(payload, wr.sg_list, sizeof(srnic_sge) * wr.num_sge);
+	if (wr.num_sge) // sg_list may be NULL without SGEs
+		std::memcpy(payload, wr.sg_list, sizeof(srnic_sge) * wr.num_sge);
 	return 0;
 }
 
@@ -140,7 +146,8 @@ inline int write_recv_wqe(const Qp &qp, std::byte *slot, const ibv_recv_wr &wr) 
 	*wqe = {};
 	wqe->wr_id = wr.wr_id;
 	wqe->num_sge = static_cast<__u16>(wr.num_sge);
-	std::memcpy(slot + sizeof(*wqe), wr.sg_list, sizeof(srnic_sge) * wr.num_sge);
+	if (wr.num_sge) // sg_list may be NULL without SGEs
+		std::memcpy(slot + sizeof(*wqe), wr.sg_list, sizeof(srnic_sge) * wr.num_sge);
 	return 0;
 }
 
