@@ -186,10 +186,19 @@ struct srnic_wq {
  * @ah_attr: primary path; holds a reference on its sgid_attr
  * @path_mtu: as requested
  * @mtu: path MTU in effect (capped at the port's active MTU at RTR)
- * @qkey, @rq_psn, @sq_psn, @dest_qp_num, @access_flags, @pkey_index,
- * @timeout, @retry_cnt, @rnr_retry, @min_rnr_timer, @max_rd_atomic,
- * @max_dest_rd_atomic, @sq_draining, @en_sqd_async_notify: as in
- * struct ib_qp_attr
+ * @qkey: as in struct ib_qp_attr (not used by RC)
+ * @rq_psn: expected PSN of the first incoming request (24 bits)
+ * @sq_psn: PSN of the first outgoing request (24 bits)
+ * @dest_qp_num: the remote QP
+ * @access_flags: remote access the responder allows (IB_ACCESS_*)
+ * @pkey_index: index in the one-entry P_Key table
+ * @timeout: local ACK timeout exponent (4.096 us * 2^timeout)
+ * @retry_cnt: transport retries before IB_WC_RETRY_EXC_ERR
+ * @rnr_retry: RNR retries (7 = infinite)
+ * @min_rnr_timer: RNR NAK timer code the responder sends
+ * @max_rd_atomic: outstanding RDMA READ/atomic as requester
+ * @max_dest_rd_atomic: responder resources for RDMA READ/atomic
+ * @en_sqd_async_notify: report IB_EVENT_SQ_DRAINED on entering SQD
  */
 struct srnic_qp_attrs {
 	struct rdma_ah_attr ah_attr;

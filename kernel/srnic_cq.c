@@ -248,7 +248,8 @@ int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
 	cq->producer = p + 1;
 	WRITE_ONCE(ctrl->producer, p + 1);	/* informational, for tools */
 
-	if (srnic_cq_consume_arm(cq, solicited, cqe->status))
+	if (srnic_cq_consume_arm(cq, solicited, cqe->status) &&
+	    cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 
 out_unlock:

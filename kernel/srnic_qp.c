@@ -503,6 +503,15 @@ static void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 		rdma_destroy_ah_attr(&qp->attrs.ah_attr);
 		memset(&qp->attrs, 0, sizeof(qp->attrs));
 		break;
+	case IB_QPS_SQD:
+		/*
+		 * Nothing is in flight without the engine: the SQ is drained
+		 * at once. The engine will report it when its outstanding
+		 * requests are acknowledged.
+		 */
+		if (qp->attrs.en_sqd_async_notify)
+			srnic_qp_event(qp, IB_EVENT_SQ_DRAINED);
+		break;
 	case IB_QPS_SQE:
 		srnic_wq_flush(qp, &qp->sq, true);
 		break;
@@ -536,9 +545,11 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		return -EOPNOTSUPP;
 
 	mutex_lock(&qp->state_lock);
-	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	cur = qp->state;
 	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
-	if (cur > IB_QPS_ERR || new > IB_QPS_ERR ||
+	/* A consumer's idea of the current state must be the truth. */
+	if (((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != cur) ||
+	    new > IB_QPS_ERR ||
 	    !ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask)) {
 		err = -EINVAL;
 		goto out_unlock;

@@ -117,7 +117,10 @@ class Env:
 
 @pytest.fixture
 def env(roce_dev):
-    return Env(roce_dev)
+    env = Env(roce_dev)
+    yield env
+    # Before the device goes: closing the context closes what it holds.
+    env.ctx.close()
 
 
 def sge():
@@ -387,3 +390,47 @@ def test_destroy_with_posted_work(env):
     qp.post_recv(recv_wr(2))
     qp.close()
     env.cq.close()
+
+
+def test_cur_state_must_match(env):
+    qp = env.qp()
+    a, mask = env.attrs_for(qp, INIT)
+    a.cur_qp_state = INIT  # it is in RESET
+    expect_errno(errno.EINVAL, qp.modify, a, mask | e.IBV_QP_CUR_STATE)
+    a.cur_qp_state = RESET
+    qp.modify(a, mask | e.IBV_QP_CUR_STATE)
+
+
+SQD_SCRIPT = r"""
+import sys
+from types import SimpleNamespace
+sys.path.insert(0, sys.argv[1])
+import pyverbs.enums as e
+from pyverbs.qp import QPAttr
+from test_qp import Env, RTS, SQD
+
+dev = SimpleNamespace(name=sys.argv[2], gid=sys.argv[3],
+                      gid_index=int(sys.argv[4]))
+env = Env(dev)
+qp = env.qp()
+env.walk(qp, RTS)
+a = QPAttr(qp_state=SQD)
+a.en_sqd_async_notify = 1
+qp.modify(a,
+          e.IBV_QP_STATE | e.IBV_QP_EN_SQD_ASYNC_NOTIFY)
+event = env.ctx.get_async_event()
+print("ASYNC", event.event_type, flush=True)
+event.ack()
+"""
+
+
+def test_sqd_drained_event(roce_dev):
+    import os
+    import subprocess
+    p = subprocess.run(["/usr/bin/python3", "-c", SQD_SCRIPT,
+                        os.path.dirname(os.path.abspath(__file__)),
+                        roce_dev.name, roce_dev.gid,
+                        str(roce_dev.gid_index)],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"ASYNC {e.IBV_EVENT_SQ_DRAINED}" in p.stdout, p.stdout
