@@ -394,11 +394,13 @@ def test_destroy_with_posted_work(env):
 
 def test_cur_state_must_match(env):
     qp = env.qp()
-    a, mask = env.attrs_for(qp, INIT)
-    a.cur_qp_state = INIT  # it is in RESET
-    expect_errno(errno.EINVAL, qp.modify, a, mask | e.IBV_QP_CUR_STATE)
-    a.cur_qp_state = RESET
-    qp.modify(a, mask | e.IBV_QP_CUR_STATE)
+    env.walk(qp, RTS)
+    # RTS -> RTS is a transition that accepts IBV_QP_CUR_STATE.
+    a = QPAttr(qp_state=RTS, cur_qp_state=SQD)  # it is in RTS
+    mask = e.IBV_QP_STATE | e.IBV_QP_CUR_STATE
+    expect_errno(errno.EINVAL, qp.modify, a, mask)
+    a.cur_qp_state = RTS
+    qp.modify(a, mask)
 
 
 SQD_SCRIPT = r"""
