@@ -8,16 +8,17 @@
 #ifndef SRNIC_H
 #define SRNIC_H
 
+#include <linux/completion.h>
 #include <linux/device.h>
 #include <linux/idr.h>
+#include <linux/in6.h>
 #include <linux/list.h>
 #include <linux/llist.h>
 #include <linux/mutex.h>
-#include <linux/in6.h>
 #include <linux/netdevice.h>
 #include <linux/rcupdate.h>
 #include <linux/refcount.h>
-#include <linux/completion.h>
+#include <linux/spinlock.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
@@ -39,7 +40,22 @@
 #define SRNIC_GID_TABLE_LEN 128
 #define SRNIC_PKEY_TABLE_LEN 1
 #define SRNIC_DEFAULT_PKEY 0xffff
-#define SRNIC_MAX_INLINE_DATA 0	/* no send queue yet */
+
+/*
+ * CQ and QP limits. They keep every ring within SRNIC_QUEUE_MAX_BYTES:
+ * a CQ of SRNIC_MAX_CQE + 1 entries of 64 bytes is 4 MiB, an SQ of
+ * SRNIC_MAX_QP_WR entries of at most 1 KiB (64-byte header and 32 SGEs or
+ * 512 bytes of inline data, rounded up) is 16 MiB.
+ */
+#define SRNIC_MAX_CQ BIT(14)
+#define SRNIC_MAX_CQE (BIT(16) - 1)
+#define SRNIC_MAX_QP BIT(14)
+#define SRNIC_MIN_QPN 2		/* QPN 0 and 1 are the special QPs */
+#define SRNIC_MAX_QPN (SRNIC_MIN_QPN + SRNIC_MAX_QP - 1)
+#define SRNIC_MAX_QP_WR BIT(14)
+#define SRNIC_MAX_SGE 32
+#define SRNIC_MAX_INLINE_DATA 512
+#define SRNIC_MAX_RD_ATOMIC 16
 
 /*
  * Memory regions. An MR key is (index << 8) | key byte, and the index
@@ -158,6 +174,9 @@ struct srnic_engine_task {
  * @mr_laps: times the cyclic allocation wrapped, under @mr_table's lock
  * @mr_key_seed: random start of the key bytes of this device
  * @debugfs: the device's debugfs directory (test hooks)
+ * @cq_ids: allocator of CQ numbers
+ * @qps: QPN -> struct srnic_qp; entries are looked up under RCU
+ * @next_qpn: cursor of the cyclic QPN allocation
  * @link_index: number in the parent's name
  * @net: namespace whose sockets the device uses (its netdev's at creation)
  * @counters: enum srnic_counter, updated from any context
@@ -179,6 +198,9 @@ struct srnic_dev {
 	u32 mr_laps;
 	u8 mr_key_seed;
 	struct dentry *debugfs;
+	struct ida cq_ids;
+	struct xarray qps;
+	u32 next_qpn;
 	int link_index;
 	possible_net_t net;
 	atomic64_t counters[SRNIC_NUM_COUNTERS];
@@ -289,6 +311,115 @@ struct srnic_mr {
 	struct rcu_head rcu;
 };
 
+/**
+ * struct srnic_cq - a completion queue
+ * @ibcq: the ib_core CQ
+ * @ring: CQE ring; mapped into the process for user CQs
+ * @lock: serialises CQE producers and comp_handler calls
+ * @producer: next CQE index to write (kernel memory, never read back
+ *	      from @ring)
+ * @notify_seq_seen: last arm sequence (ctrl->notify_seq) consumed
+ * @overrun: an overrun happened; no more CQEs are written
+ * @poll_lock: serialises kernel consumers (poll_cq, req_notify_cq)
+ * @cqn: CQ number, reported to the provider
+ *
+ * For kernel CQs the ring's control record is kernel memory only, and
+ * poll_cq/req_notify_cq play the provider's part of the protocol on it.
+ */
+struct srnic_cq {
+	struct ib_cq ibcq;
+	struct srnic_queue ring;
+	spinlock_t lock;	/* CQE producers, comp_handler */
+	u32 producer;
+	u32 notify_seq_seen;
+	bool overrun;
+	spinlock_t poll_lock;	/* kernel consumers */
+	u32 cqn;
+};
+
+/**
+ * struct srnic_wq - one work queue of a QP (its SQ or its RQ)
+ * @ring: WQE ring; mapped into the process for user QPs
+ * @lock: serialises kernel posts and the consumer side (flush, engine)
+ * @consumer: next WQE index the kernel will consume (kernel memory)
+ * @max_wr: entries of @ring
+ * @max_sge: SGEs a WQE may carry
+ *
+ * For kernel QPs @ring.ctrl->producer is written by srnic's post verbs;
+ * for user QPs by the provider, and then untrusted.
+ */
+struct srnic_wq {
+	struct srnic_queue ring;
+	spinlock_t lock;	/* kernel posts, consumer side */
+	u32 consumer;
+	u32 max_wr;
+	u32 max_sge;
+};
+
+/**
+ * struct srnic_qp_attrs - attributes set by modify_qp, as query_qp reports
+ * @ah_attr: primary path; holds a reference on its sgid_attr
+ * @path_mtu: as requested
+ * @mtu: path MTU in effect (capped at the port's active MTU at RTR)
+ * @qkey: as in struct ib_qp_attr (not used by RC)
+ * @rq_psn: expected PSN of the first incoming request (24 bits)
+ * @sq_psn: PSN of the first outgoing request (24 bits)
+ * @dest_qp_num: the remote QP
+ * @access_flags: remote access the responder allows (IB_ACCESS_*)
+ * @pkey_index: index in the one-entry P_Key table
+ * @timeout: local ACK timeout exponent (4.096 us * 2^timeout)
+ * @retry_cnt: transport retries before IB_WC_RETRY_EXC_ERR
+ * @rnr_retry: RNR retries (7 = infinite)
+ * @min_rnr_timer: RNR NAK timer code the responder sends
+ * @max_rd_atomic: outstanding RDMA READ/atomic as requester
+ * @max_dest_rd_atomic: responder resources for RDMA READ/atomic
+ * @en_sqd_async_notify: report IB_EVENT_SQ_DRAINED on entering SQD
+ */
+struct srnic_qp_attrs {
+	struct rdma_ah_attr ah_attr;
+	enum ib_mtu path_mtu;
+	enum ib_mtu mtu;
+	u32 qkey;
+	u32 rq_psn;
+	u32 sq_psn;
+	u32 dest_qp_num;
+	int access_flags;
+	u16 pkey_index;
+	u8 timeout;
+	u8 retry_cnt;
+	u8 rnr_retry;
+	u8 min_rnr_timer;
+	u8 max_rd_atomic;
+	u8 max_dest_rd_atomic;
+	u8 en_sqd_async_notify;
+};
+
+/**
+ * struct srnic_qp - a queue pair
+ * @ibqp: the ib_core QP
+ * @sq: send queue
+ * @rq: receive queue
+ * @state_lock: serialises modify_qp, query_qp and destroy_qp
+ * @state: IB state; written under @state_lock, read locklessly by posts
+ * @attrs: what modify_qp stored, under @state_lock
+ * @max_inline: bytes of inline data an SQ entry carries
+ * @sq_sig_all: every send WQE is signaled
+ * @ref: references; lookups by QPN take one (srnic_qp_get_by_qpn())
+ * @released: completed when @ref drops to zero
+ */
+struct srnic_qp {
+	struct ib_qp ibqp;
+	struct srnic_wq sq;
+	struct srnic_wq rq;
+	struct mutex state_lock;	/* modify, query, destroy */
+	enum ib_qp_state state;
+	struct srnic_qp_attrs attrs;
+	u32 max_inline;
+	bool sq_sig_all;
+	refcount_t ref;
+	struct completion released;
+};
+
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct srnic_dev, ibdev);
@@ -307,6 +438,16 @@ static inline struct srnic_pd *to_srnic_pd(struct ib_pd *pd)
 static inline struct srnic_mr *to_srnic_mr(struct ib_mr *mr)
 {
 	return container_of(mr, struct srnic_mr, ibmr);
+}
+
+static inline struct srnic_cq *to_srnic_cq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct srnic_cq, ibcq);
+}
+
+static inline struct srnic_qp *to_srnic_qp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct srnic_qp, ibqp);
 }
 
 /* srnic_main.c: the device list and device creation/teardown */
@@ -409,6 +550,32 @@ void srnic_debugfs_init(void);
 void srnic_debugfs_exit(void);
 void srnic_debugfs_add_dev(struct srnic_dev *sdev);
 void srnic_debugfs_remove_dev(struct srnic_dev *sdev);
+/* srnic_cq.c: completion queues */
+int srnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct ib_udata *udata);
+int srnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int srnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int srnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
+		  bool solicited);
+int srnic_cq_post_flush(struct srnic_cq *cq, u64 wr_id, u32 qp_num,
+			u8 wc_opcode);
+
+/* srnic_qp.c: queue pairs */
+int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata);
+int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		    int mask, struct ib_udata *udata);
+int srnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init);
+int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int srnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
+struct srnic_qp *srnic_qp_get_by_qpn(struct srnic_dev *sdev, u32 qpn);
+void srnic_qp_put(struct srnic_qp *qp);
+void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event);
 
 /* srnic_verbs.c: the ib_device_ops table */
 int srnic_udata_check_tail(struct ib_udata *udata, size_t known);

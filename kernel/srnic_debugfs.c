@@ -52,7 +52,8 @@ static struct srnic_pd srnic_test_no_pd;
 
 /*
  * The PD a lookup for @key should present: the MR's own if its number is
- * @pdn, else one no MR belongs to. The MR is held while its PD is read, so
+ * @pdn (the number `rdma resource show` gives it, ib_core's restrack id,
+ * which is all a test can see), else one no MR belongs to. The MR is held while its PD is read, so
  * the PD cannot go away (it outlives its MRs).
  */
 static struct srnic_pd *srnic_test_pd(struct srnic_dev *sdev, u32 key,
@@ -67,7 +68,7 @@ static struct srnic_pd *srnic_test_pd(struct srnic_dev *sdev, u32 key,
 		mr = NULL;
 	rcu_read_unlock();
 	if (mr) {
-		if (mr->pd->pdn == pdn)
+		if (mr->pd->ibpd.res.id == pdn)
 			pd = mr->pd;
 		srnic_mr_put(mr);
 	}

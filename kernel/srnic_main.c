@@ -181,6 +181,9 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	srnic_net_put(read_pnet(&sdev->net));
 	srnic_mr_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
+	ida_destroy(&sdev->cq_ids);
+	WARN_ON(!xa_empty(&sdev->qps));
+	xa_destroy(&sdev->qps);
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
 }
 
@@ -207,6 +210,12 @@ static void srnic_dev_init_attributes(struct srnic_dev *sdev)
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = num_possible_cpus();
+	/*
+	 * Not enabled by default: the provider's doorbells are POST_SEND and
+	 * POST_RECV commands carrying no work request.
+	 */
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV);
 	ibdev->local_dma_lkey = 0;
 	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
 			    sdev->ndev->dev_addr);
@@ -276,6 +285,8 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	INIT_LIST_HEAD(&sdev->list);
 	ida_init(&sdev->pd_ids);
 	srnic_mr_table_init(sdev);
+	ida_init(&sdev->cq_ids);
+	xa_init_flags(&sdev->qps, XA_FLAGS_ALLOC);
 	srnic_port_init(sdev);
 
 	write_pnet(&sdev->net, dev_net(ndev));
@@ -335,6 +346,8 @@ err_net:
 err_dealloc:
 	srnic_mr_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
+	ida_destroy(&sdev->cq_ids);
+	xa_destroy(&sdev->qps);
 	netdev_put(ndev, &sdev->ndev_tracker);
 	ib_dealloc_device(&sdev->ibdev);
 err_unlock:

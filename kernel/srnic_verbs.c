@@ -34,13 +34,23 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->vendor_part_id = SRNIC_VENDOR_PART_ID;
 	attr->hw_ver = SRNIC_ABI_VERSION;
 	attr->max_pd = SRNIC_MAX_PD;
+	attr->max_cq = SRNIC_MAX_CQ;
+	attr->max_cqe = SRNIC_MAX_CQE;
+	attr->max_qp = SRNIC_MAX_QP;
+	attr->max_qp_wr = SRNIC_MAX_QP_WR;
+	attr->max_send_sge = SRNIC_MAX_SGE;
+	attr->max_recv_sge = SRNIC_MAX_SGE;
+	attr->max_sge_rd = SRNIC_MAX_SGE;
+	attr->max_qp_rd_atom = SRNIC_MAX_RD_ATOMIC;
+	attr->max_qp_init_rd_atom = SRNIC_MAX_RD_ATOMIC;
+	attr->max_res_rd_atom = SRNIC_MAX_QP * SRNIC_MAX_RD_ATOMIC;
 	attr->max_pkeys = SRNIC_PKEY_TABLE_LEN;
 	attr->local_ca_ack_delay = 15;
 	attr->atomic_cap = IB_ATOMIC_NONE;
 	/* `rdma link delete` may remove the device it created. */
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	/*
-	 * QPs, CQs, SRQs, AHs: none until the data path exists; hence no
+	 * SRQs, AHs: none until the data path has them; no
 	 * IB_DEVICE_MEM_MGT_EXTENSIONS and no max_fast_reg_page_list_len
 	 * either, as no QP executes IB_WR_REG_MR yet.
 	 */
@@ -268,10 +278,14 @@ const struct ib_device_ops srnic_dev_ops = {
 	.alloc_mr = srnic_alloc_mr,
 	.alloc_pd = srnic_alloc_pd,
 	.alloc_ucontext = srnic_alloc_ucontext,
+	.create_cq = srnic_create_cq,
+	.create_qp = srnic_create_qp,
 	.dealloc_driver = srnic_dev_dealloc,
 	.dealloc_pd = srnic_dealloc_pd,
 	.dealloc_ucontext = srnic_dealloc_ucontext,
 	.dereg_mr = srnic_dereg_mr,
+	.destroy_cq = srnic_destroy_cq,
+	.destroy_qp = srnic_destroy_qp,
 	.device_group = &srnic_dev_attr_group,
 	.disassociate_ucontext = srnic_disassociate_ucontext,
 	.get_dev_fw_str = srnic_get_dev_fw_str,
@@ -283,11 +297,19 @@ const struct ib_device_ops srnic_dev_ops = {
 	.mmap = srnic_mmap,
 	.mmap_free = srnic_mmap_free,
 	.modify_device = srnic_modify_device,
+	.modify_qp = srnic_modify_qp,
+	.poll_cq = srnic_poll_cq,
+	.post_recv = srnic_post_recv,
+	.post_send = srnic_post_send,
 	.query_device = srnic_query_device,
 	.query_pkey = srnic_query_pkey,
 	.query_port = srnic_query_port,
 	.reg_user_mr = srnic_reg_user_mr,
+	.query_qp = srnic_query_qp,
+	.req_notify_cq = srnic_req_notify_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_cq, srnic_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, srnic_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, srnic_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, srnic_ucontext, ibuc),
 };

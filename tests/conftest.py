@@ -30,3 +30,27 @@ def veth():
     pair = harness.Veth()
     yield pair
     pair.close()
+
+
+class RoceDevice:
+    """An srnic device on a veth end with an IPv4 address, and the index
+    and text of its RoCE v2 GID for that address."""
+
+    def __init__(self, name, netdev, addr):
+        self.name = name
+        self.netdev = netdev
+        self.addr = addr
+        self.gid = harness.ipv4_gid(addr)
+        # A list, so that index 0 counts as found.
+        self.gid_index = harness.wait_for(
+            lambda: [i for i, g, t in harness.port_gids(name)
+                     if g == self.gid and t == "RoCE v2"],
+            what=f"RoCE v2 GID of {addr}")[0]
+
+
+@pytest.fixture
+def roce_dev(srnic, veth):
+    """srnic0 on veth.a (198.18.0.1/24), its RoCE v2 GID resolved."""
+    harness.run("ip", "addr", "add", "198.18.0.1/24", "dev", veth.a)
+    harness.link_add("srnic0", veth.a)
+    return RoceDevice("srnic0", veth.a, "198.18.0.1")

@@ -4,9 +4,11 @@
 // devices are matched, the table of verbs srnic implements, device and context
 // allocation. The verbs themselves live in files named for their objects.
 #include "context.h"
+#include "cq.h"
 #include "device.h"
 #include "mr.h"
 #include "pd.h"
+#include "qp.h"
 #include "sysfs.h"
 #include "verbs_driver_abi.h"
 
@@ -47,16 +49,27 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 }
 
 // The verbs srnic implements, in verbs_context_ops' (alphabetical) order. The
-// others keep libibverbs' defaults, which fail with EOPNOTSUPP: CQs and QPs
+// others keep libibverbs' defaults, which fail with EOPNOTSUPP: SRQs and AHs
 // come once the kernel implements them.
 constinit const verbs_context_ops srnic_context_ops = {
 	.alloc_pd = srnic::alloc_pd,
+	.create_cq = srnic::create_cq,
+	.create_qp = srnic::create_qp,
+	.create_qp_ex = srnic::create_qp_ex,
 	.dealloc_pd = srnic::dealloc_pd,
 	.dereg_mr = srnic::dereg_mr,
+	.destroy_cq = srnic::destroy_cq,
+	.destroy_qp = srnic::destroy_qp,
 	.free_context = srnic_free_context,
+	.modify_qp = srnic::modify_qp,
+	.poll_cq = srnic::poll_cq,
+	.post_recv = srnic::post_recv,
+	.post_send = srnic::post_send,
 	.query_device_ex = srnic::query_device_ex,
 	.query_port = srnic::query_port,
+	.query_qp = srnic::query_qp,
 	.reg_mr = srnic::reg_mr,
+	.req_notify_cq = srnic::req_notify_cq,
 };
 
 verbs_context *srnic_alloc_context(ibv_device *device, int cmd_fd, void * /*private_data*/) noexcept

@@ -330,6 +330,85 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va
 // the MR (device removed).
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
 
+// ---- Completion queues and queue pairs (driver.h, kern-abi.h) ------------
+
+// libibverbs' wrappers of a provider's CQ and QP (driver.h); the provider
+// embeds them first in its own objects.
+struct verbs_cq {
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	};
+};
+
+struct verbs_xrcd;
+
+struct verbs_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
+	uint32_t comp_mask;
+	struct verbs_xrcd *xrcd;
+};
+
+// Command buffers whose core payload libibverbs fills entirely: srnic only
+// needs their size and alignment, and appends its driver data after them.
+struct ibv_create_cq {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_create_cq)];
+};
+
+struct ibv_create_qp {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_create_qp)];
+};
+
+struct ibv_modify_qp {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_modify_qp)];
+};
+
+struct ibv_query_qp {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_query_qp)];
+};
+
+// The fixed parts of the kernel's responses, which end in driver_data[].
+struct alignas(8) ibv_create_cq_resp_core {
+	__u32 cq_handle;
+	__u32 cqe;
+};
+
+struct ibv_create_qp_resp_core {
+	__u32 qp_handle;
+	__u32 qpn;
+	__u32 max_send_wr;
+	__u32 max_recv_wr;
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_inline_data;
+	__u32 reserved;
+};
+
+int ibv_cmd_create_cq(struct ibv_context *context, int cqe, struct ibv_comp_channel *channel,
+		      int comp_vector, struct ibv_cq *cq, struct ibv_create_cq *cmd,
+		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp, size_t resp_size);
+int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex, struct ibv_create_qp *cmd,
+			 size_t cmd_size, struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
+int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr, int attr_mask,
+		     struct ibv_qp_init_attr *qp_init_attr, struct ibv_query_qp *cmd,
+		     size_t cmd_size);
+int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		      struct ibv_modify_qp *cmd, size_t cmd_size);
+int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+// The uverbs POST_SEND/POST_RECV write commands; with wr == NULL they carry
+// no work request, which srnic's kernel treats as a doorbell.
+int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
 } // extern "C"
 
 // ---- Layout checks against rdma-core v44.0 (x86_64) ----------------------
@@ -369,6 +448,36 @@ static_assert(offsetof(struct verbs_context_ops, query_device_ex) == 464);
 static_assert(offsetof(struct verbs_context_ops, query_port) == 480);
 static_assert(offsetof(struct verbs_context_ops, reg_mr) == 544);
 static_assert(offsetof(struct verbs_context_ops, unimport_pd) == 600);
+static_assert(offsetof(struct verbs_context_ops, create_cq) == 120);
+static_assert(offsetof(struct verbs_context_ops, create_qp) == 152);
+static_assert(offsetof(struct verbs_context_ops, create_qp_ex) == 160);
+static_assert(offsetof(struct verbs_context_ops, destroy_cq) == 248);
+static_assert(offsetof(struct verbs_context_ops, destroy_qp) == 272);
+static_assert(offsetof(struct verbs_context_ops, modify_qp) == 376);
+static_assert(offsetof(struct verbs_context_ops, poll_cq) == 424);
+static_assert(offsetof(struct verbs_context_ops, post_recv) == 432);
+static_assert(offsetof(struct verbs_context_ops, post_send) == 440);
+static_assert(offsetof(struct verbs_context_ops, query_qp) == 488);
+static_assert(offsetof(struct verbs_context_ops, req_notify_cq) == 552);
+
+static_assert(sizeof(struct verbs_cq) == sizeof(struct ibv_cq_ex));
+static_assert(offsetof(struct verbs_qp, comp_mask) == sizeof(struct ibv_qp_ex));
+static_assert(sizeof(struct ibv_create_cq) == 40);
+static_assert(sizeof(struct ibv_create_cq) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_create_cq));
+static_assert(sizeof(struct ibv_create_qp) == 64);
+static_assert(sizeof(struct ibv_create_qp) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_create_qp));
+static_assert(sizeof(struct ibv_modify_qp) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_modify_qp));
+static_assert(sizeof(struct ibv_query_qp) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_query_qp));
+static_assert(sizeof(struct ibv_create_cq_resp_core) == sizeof(struct ib_uverbs_create_cq_resp));
+static_assert(alignof(struct ibv_create_cq_resp_core) ==
+	      alignof(struct ib_uverbs_create_cq_resp));
+static_assert(sizeof(struct ibv_create_qp_resp_core) == sizeof(struct ib_uverbs_create_qp_resp));
+static_assert(alignof(struct ibv_create_qp_resp_core) ==
+	      alignof(struct ib_uverbs_create_qp_resp));
 
 static_assert(sizeof(struct ibv_mr) == 48);
 static_assert(offsetof(struct verbs_mr, ibv_mr) == 0);

@@ -207,6 +207,13 @@ struct srnic_recv_wqe {
 
 /* ---- Completion queue entries -------------------------------------- */
 
+/* srnic_cqe.wc_flags: the values of libibverbs' IBV_WC_* flags */
+enum srnic_cqe_flags {
+	SRNIC_CQE_GRH = 1 << 0,		/* IBV_WC_GRH */
+	SRNIC_CQE_WITH_IMM = 1 << 1,	/* IBV_WC_WITH_IMM */
+	SRNIC_CQE_WITH_INV = 1 << 3,	/* IBV_WC_WITH_INV */
+};
+
 /*
  * A completion. The kernel writes every field, then (after a release
  * barrier) owner = the phase of the lap it is writing: lap n of the ring
@@ -228,7 +235,7 @@ struct srnic_cqe {
 	__u16 slid;
 	__u8 status;		/* enum ibv_wc_status */
 	__u8 opcode;		/* enum ibv_wc_opcode */
-	__u8 wc_flags;		/* IBV_WC_GRH, IBV_WC_WITH_IMM, IBV_WC_WITH_INV */
+	__u8 wc_flags;		/* enum srnic_cqe_flags */
 	__u8 sl;
 	__u8 dlid_path_bits;
 	__u8 reserved0[2];

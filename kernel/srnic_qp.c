@@ -1,0 +1,813 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: queue pairs, their control path and flushing.
+ *
+ * An RC QP is two rings (srnic-abi.h): the SQ of 64-byte struct
+ * srnic_send_wqe headers followed by SGEs or inline data, and the RQ of
+ * struct srnic_recv_wqe followed by SGEs. For user QPs the provider fills
+ * them and publishes the producer index; post_send/post_recv with no work
+ * requests are its doorbell. For kernel QPs srnic_post_send() and
+ * srnic_post_recv() below write the same formats into kernel-only rings.
+ *
+ * modify_qp runs the IBTA state machine: ib_modify_qp_is_ok() validates the
+ * transition and attribute mask, and a table gives the queue flags each
+ * state implies. Entering the error state flushes every posted WQE the
+ * kernel has not consumed with IB_WC_WR_FLUSH_ERR. The NIC engine, which
+ * consumes WQEs in the other states, is not written yet: see
+ * srnic_wq_doorbell().
+ */
+
+#include <linux/log2.h>
+#include <rdma/ib_cache.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "srnic.h"
+
+/* Shared-ring flags each state implies for the SQ and the RQ. */
+static const struct {
+	u32 sq_flags;
+	u32 rq_flags;
+} srnic_qp_state_flags[] = {
+	[IB_QPS_RESET] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
+	[IB_QPS_INIT] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
+	[IB_QPS_RTR] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
+	[IB_QPS_RTS] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
+	[IB_QPS_SQD] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
+	[IB_QPS_SQE] = { SRNIC_QUEUE_NEED_WAKEUP | SRNIC_QUEUE_ERROR,
+			 SRNIC_QUEUE_NEED_WAKEUP },
+	[IB_QPS_ERR] = { SRNIC_QUEUE_NEED_WAKEUP | SRNIC_QUEUE_ERROR,
+			 SRNIC_QUEUE_NEED_WAKEUP | SRNIC_QUEUE_ERROR },
+};
+
+/* Completion opcode of a send WQE's IB_WR_* (= IBV_WR_*) opcode. */
+static const u8 srnic_send_wc_opcode[] = {
+	[IB_WR_RDMA_WRITE] = IB_WC_RDMA_WRITE,
+	[IB_WR_RDMA_WRITE_WITH_IMM] = IB_WC_RDMA_WRITE,
+	[IB_WR_SEND] = IB_WC_SEND,
+	[IB_WR_SEND_WITH_IMM] = IB_WC_SEND,
+	[IB_WR_RDMA_READ] = IB_WC_RDMA_READ,
+	[IB_WR_ATOMIC_CMP_AND_SWP] = IB_WC_COMP_SWAP,
+	[IB_WR_ATOMIC_FETCH_AND_ADD] = IB_WC_FETCH_ADD,
+	[IB_WR_LOCAL_INV] = IB_WC_LOCAL_INV,
+	[IB_WR_BIND_MW] = IB_WC_BIND_MW,
+	[IB_WR_SEND_WITH_INV] = IB_WC_SEND,
+};
+
+static_assert((int)IB_WR_RDMA_WRITE == (int)IB_UVERBS_WR_RDMA_WRITE &&
+	      (int)IB_WR_SEND_WITH_INV == (int)IB_UVERBS_WR_SEND_WITH_INV);
+
+/* Send opcodes kernel QPs may post (the provider has its own list). */
+static const bool srnic_kernel_send_opcode_ok[] = {
+	[IB_WR_RDMA_WRITE] = true,
+	[IB_WR_RDMA_WRITE_WITH_IMM] = true,
+	[IB_WR_SEND] = true,
+	[IB_WR_SEND_WITH_IMM] = true,
+	[IB_WR_RDMA_READ] = true,
+};
+
+static u8 srnic_wqe_wc_opcode(u8 wr_opcode)
+{
+	if (wr_opcode < ARRAY_SIZE(srnic_send_wc_opcode))
+		return srnic_send_wc_opcode[wr_opcode];
+	return IB_WC_SEND;
+}
+
+static void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = type,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
+}
+
+/* ---- Rings ------------------------------------------------------------ */
+
+static int srnic_qp_check_caps(const struct ib_qp_cap *cap)
+{
+	if (cap->max_send_wr > SRNIC_MAX_QP_WR ||
+	    cap->max_recv_wr > SRNIC_MAX_QP_WR ||
+	    cap->max_send_sge > SRNIC_MAX_SGE ||
+	    cap->max_recv_sge > SRNIC_MAX_SGE ||
+	    cap->max_inline_data > SRNIC_MAX_INLINE_DATA)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Set up one work queue: @max_wr entries rounded up to a power of two,
+ * entries of @header bytes plus @payload, rounded up likewise.
+ */
+static int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header,
+			 u32 payload)
+{
+	u32 entry_size = roundup_pow_of_two(header + payload);
+	int err;
+
+	spin_lock_init(&wq->lock);
+	wq->consumer = 0;
+	err = srnic_queue_init(&wq->ring, roundup_pow_of_two(max(max_wr, 1U)),
+			       entry_size);
+	if (err)
+		return err;
+	wq->max_wr = wq->ring.num_entries;
+	wq->max_sge = min_t(u32, (entry_size - header) /
+			    sizeof(struct srnic_sge), SRNIC_MAX_SGE);
+	WRITE_ONCE(wq->ring.ctrl->flags, SRNIC_QUEUE_NEED_WAKEUP);
+	return 0;
+}
+
+/* Publish the flags @state implies. Kernel memory is the truth. */
+static void srnic_qp_set_queue_flags(struct srnic_qp *qp,
+				     enum ib_qp_state state)
+{
+	WRITE_ONCE(qp->sq.ring.ctrl->flags,
+		   srnic_qp_state_flags[state].sq_flags);
+	WRITE_ONCE(qp->rq.ring.ctrl->flags,
+		   srnic_qp_state_flags[state].rq_flags);
+	/*
+	 * The flags are visible before the flush reads the producer
+	 * indexes; pairs with the provider's fence between publishing its
+	 * producer index and loading the flags, so every WQE is flushed
+	 * either by us now or after the doorbell it then rings.
+	 */
+	smp_mb();
+}
+
+/*
+ * The producer index of a work queue, read once and validated against the
+ * kernel's consumer index: at most a ring's worth of new WQEs, else none.
+ */
+static u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq)
+{
+	/* Pairs with the producer's release: WQE contents are visible. */
+	u32 producer = smp_load_acquire(&wq->ring.ctrl->producer);
+
+	if (producer - wq->consumer > wq->ring.num_entries) {
+		ibdev_dbg(qp->ibqp.device, "QP %u: bogus producer index %u\n",
+			  qp->ibqp.qp_num, producer);
+		return wq->consumer;
+	}
+	return producer;
+}
+
+/*
+ * Complete every posted, unconsumed WQE of @wq with IB_WC_WR_FLUSH_ERR.
+ * Each WQE header is copied once from the ring before use. CQEs lost to
+ * a CQ overrun are lost; the CQ reports it (IB_EVENT_CQ_ERR).
+ */
+static void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq,
+			   bool is_sq)
+{
+	struct srnic_cq *cq = to_srnic_cq(is_sq ? qp->ibqp.send_cq :
+					  qp->ibqp.recv_cq);
+	unsigned long flags;
+	u32 producer;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	producer = srnic_wq_read_producer(qp, wq);
+	for (; wq->consumer != producer; wq->consumer++) {
+		void *entry = srnic_queue_entry(&wq->ring, wq->consumer);
+		u8 wc_opcode = IB_WC_RECV;
+		u64 wr_id;
+
+		if (is_sq) {
+			struct srnic_send_wqe wqe;
+
+			memcpy(&wqe, entry, sizeof(wqe));
+			wr_id = wqe.wr_id;
+			wc_opcode = srnic_wqe_wc_opcode(wqe.opcode);
+		} else {
+			struct srnic_recv_wqe wqe;
+
+			memcpy(&wqe, entry, sizeof(wqe));
+			wr_id = wqe.wr_id;
+		}
+		srnic_cq_post_flush(cq, wr_id, qp->ibqp.qp_num, wc_opcode);
+	}
+	/* Our reads of the slots complete before the producer reuses them. */
+	smp_store_release(&wq->ring.ctrl->consumer, wq->consumer);
+	spin_unlock_irqrestore(&wq->lock, flags);
+}
+
+/* Discard posted WQEs without completions, as entering RESET does. */
+static void srnic_wq_discard(struct srnic_qp *qp, struct srnic_wq *wq)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	wq->consumer = READ_ONCE(wq->ring.ctrl->producer);
+	/* Slots are handed back only after any read of them. */
+	smp_store_release(&wq->ring.ctrl->consumer, wq->consumer);
+	spin_unlock_irqrestore(&wq->lock, flags);
+}
+
+/*
+ * A doorbell, or new kernel WQEs: flush them if the queue is in error.
+ * Otherwise this is where the NIC engine owning the QP will be woken
+ * (design.rst, section 2); until it exists WQEs stay in the ring.
+ */
+static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state == IB_QPS_ERR || (is_sq && state == IB_QPS_SQE))
+		srnic_wq_flush(qp, is_sq ? &qp->sq : &qp->rq, is_sq);
+}
+
+/* ---- QPN table -------------------------------------------------------- */
+
+/**
+ * srnic_qp_get_by_qpn() - find a QP by number and take a reference
+ * @sdev: the device
+ * @qpn: the QP number
+ *
+ * For the engine and the receive path, in any context.
+ *
+ * Return: the QP, to be released with srnic_qp_put(), or NULL.
+ */
+struct srnic_qp *srnic_qp_get_by_qpn(struct srnic_dev *sdev, u32 qpn)
+{
+	struct srnic_qp *qp;
+
+	rcu_read_lock();
+	qp = xa_load(&sdev->qps, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp;
+}
+
+/**
+ * srnic_qp_put() - drop a reference taken by srnic_qp_get_by_qpn()
+ * @qp: the QP
+ */
+void srnic_qp_put(struct srnic_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
+}
+
+/* ---- create / destroy ------------------------------------------------- */
+
+static int srnic_qp_map_rings(struct srnic_qp *qp, struct ib_udata *udata)
+{
+	struct srnic_ucontext *uctx =
+		rdma_udata_to_drv_context(udata, struct srnic_ucontext, ibuc);
+	struct srnic_create_qp_resp resp = {};
+	int err;
+
+	err = srnic_queue_map(&qp->sq.ring, &uctx->ibuc, &resp.sq);
+	if (err)
+		return err;
+	err = srnic_queue_map(&qp->rq.ring, &uctx->ibuc, &resp.rq);
+	if (err)
+		return err;
+	resp.qpn = qp->ibqp.qp_num;
+	return ib_copy_to_udata(udata, &resp,
+				min_t(size_t, udata->outlen, sizeof(resp)));
+}
+
+static int srnic_qp_check_udata(struct ib_udata *udata)
+{
+	struct srnic_create_qp_req req = {};
+	int err;
+
+	if (udata->inlen >= sizeof(req)) {
+		err = ib_copy_from_udata(&req, udata, sizeof(req));
+		if (err)
+			return err;
+		if (req.reserved)
+			return -EINVAL;
+	}
+	if (udata->inlen > sizeof(req) &&
+	    !ib_is_udata_cleared(udata, sizeof(req),
+				 udata->inlen - sizeof(req)))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/**
+ * srnic_create_qp() - ib_device_ops.create_qp
+ * @ibqp: the QP ib_core allocated
+ * @init: type, CQs and capabilities; the capabilities are updated to
+ *	  what the rings actually hold
+ * @udata: driver data of a user QP; NULL for a kernel QP
+ *
+ * RC only, without SRQ, for now.
+ */
+int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct srnic_dev *sdev = to_srnic_dev(ibqp->device);
+	struct srnic_qp *qp = to_srnic_qp(ibqp);
+	struct ib_qp_cap *cap = &init->cap;
+	u32 qpn, sq_payload;
+	int err;
+
+	if (init->qp_type != IB_QPT_RC || init->srq || init->create_flags)
+		return -EOPNOTSUPP;
+	if (!init->send_cq || !init->recv_cq)
+		return -EINVAL;
+	err = srnic_qp_check_caps(cap);
+	if (err)
+		return err;
+	if (udata) {
+		err = srnic_qp_check_udata(udata);
+		if (err)
+			return err;
+	}
+
+	mutex_init(&qp->state_lock);
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->released);
+	qp->state = IB_QPS_RESET;
+	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+
+	sq_payload = max_t(u32, cap->max_send_sge * sizeof(struct srnic_sge),
+			   cap->max_inline_data);
+	err = srnic_wq_init(&qp->sq, cap->max_send_wr,
+			    sizeof(struct srnic_send_wqe), sq_payload);
+	if (err)
+		return err;
+	err = srnic_wq_init(&qp->rq, cap->max_recv_wr,
+			    sizeof(struct srnic_recv_wqe),
+			    cap->max_recv_sge * sizeof(struct srnic_sge));
+	if (err)
+		goto err_destroy_sq;
+	qp->max_inline = min_t(u32, qp->sq.ring.entry_size -
+			       sizeof(struct srnic_send_wqe),
+			       SRNIC_MAX_INLINE_DATA);
+
+	/* Reserve the number; the QP is published once complete. */
+	err = xa_alloc_cyclic(&sdev->qps, &qpn, NULL,
+			      XA_LIMIT(SRNIC_MIN_QPN, SRNIC_MAX_QPN),
+			      &sdev->next_qpn, GFP_KERNEL);
+	if (err < 0) {
+		if (err == -EBUSY)
+			err = -ENOMEM;
+		goto err_destroy_rq;
+	}
+	ibqp->qp_num = qpn;
+
+	if (udata) {
+		err = srnic_qp_map_rings(qp, udata);
+		if (err)
+			goto err_erase;
+	}
+
+	cap->max_send_wr = qp->sq.max_wr;
+	cap->max_recv_wr = qp->rq.max_wr;
+	cap->max_send_sge = qp->sq.max_sge;
+	cap->max_recv_sge = qp->rq.max_sge;
+	cap->max_inline_data = qp->max_inline;
+
+	xa_store(&sdev->qps, qpn, qp, GFP_KERNEL);	/* reserved: no alloc */
+	return 0;
+
+err_erase:
+	xa_erase(&sdev->qps, qpn);
+err_destroy_rq:
+	srnic_queue_destroy(&qp->rq.ring);
+err_destroy_sq:
+	srnic_queue_destroy(&qp->sq.ring);
+	return err;
+}
+
+/**
+ * srnic_destroy_qp() - ib_device_ops.destroy_qp
+ * @ibqp: the QP
+ * @udata: unused
+ *
+ * Unpublishes the QP, waits for lookups in progress (RCU) and for the
+ * references they took, then frees the rings.
+ */
+int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct srnic_dev *sdev = to_srnic_dev(ibqp->device);
+	struct srnic_qp *qp = to_srnic_qp(ibqp);
+
+	xa_erase(&sdev->qps, ibqp->qp_num);
+	/* ib_core frees @qp when we return: no lookup may still see it. */
+	synchronize_rcu();
+	srnic_qp_put(qp);
+	wait_for_completion(&qp->released);
+
+	srnic_queue_destroy(&qp->rq.ring);
+	srnic_queue_destroy(&qp->sq.ring);
+	rdma_destroy_ah_attr(&qp->attrs.ah_attr);
+	return 0;
+}
+
+/* ---- modify / query --------------------------------------------------- */
+
+/* The primary path: RoCE v2 only, with a resolved source GID. */
+static int srnic_qp_check_av(const struct rdma_ah_attr *ah)
+{
+	const struct ib_gid_attr *sgid_attr = ah->grh.sgid_attr;
+
+	if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
+	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) ||
+	    rdma_ah_get_port_num(ah) != SRNIC_PORT)
+		return -EINVAL;
+	if (!sgid_attr || sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+	return 0;
+}
+
+static int srnic_qp_check_attrs(const struct ib_qp_attr *attr, int mask)
+{
+	if ((mask & IB_QP_PORT) && attr->port_num != SRNIC_PORT)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) &&
+	    attr->pkey_index >= SRNIC_PKEY_TABLE_LEN)
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > SRNIC_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > SRNIC_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if (mask & IB_QP_AV)
+		return srnic_qp_check_av(&attr->ah_attr);
+	return 0;
+}
+
+static void srnic_qp_store_attrs(struct srnic_qp *qp,
+				 const struct ib_qp_attr *attr, int mask)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	struct srnic_qp_attrs *a = &qp->attrs;
+
+	if (mask & IB_QP_PKEY_INDEX)
+		a->pkey_index = attr->pkey_index;
+	if (mask & IB_QP_QKEY)
+		a->qkey = attr->qkey;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		a->access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_PATH_MTU) {
+		a->path_mtu = attr->path_mtu;
+		a->mtu = min(attr->path_mtu, READ_ONCE(sdev->port.active_mtu));
+	}
+	if (mask & IB_QP_DEST_QPN)
+		a->dest_qp_num = attr->dest_qp_num;
+	if (mask & IB_QP_RQ_PSN)
+		a->rq_psn = attr->rq_psn & 0xffffff;
+	if (mask & IB_QP_SQ_PSN)
+		a->sq_psn = attr->sq_psn & 0xffffff;
+	if (mask & IB_QP_TIMEOUT)
+		a->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		a->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		a->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		a->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		a->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		a->en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & IB_QP_AV)
+		rdma_replace_ah_attr(&a->ah_attr, &attr->ah_attr);
+}
+
+/*
+ * Enter @state: publish the queue flags it implies, then do what entering
+ * it means for WQEs already posted. Called under state_lock.
+ */
+static void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
+{
+	WRITE_ONCE(qp->state, state);
+	srnic_qp_set_queue_flags(qp, state);
+
+	switch (state) {
+	case IB_QPS_RESET:
+		srnic_wq_discard(qp, &qp->sq);
+		srnic_wq_discard(qp, &qp->rq);
+		rdma_destroy_ah_attr(&qp->attrs.ah_attr);
+		memset(&qp->attrs, 0, sizeof(qp->attrs));
+		break;
+	case IB_QPS_SQD:
+		/*
+		 * Nothing is in flight without the engine: the SQ is drained
+		 * at once. The engine will report it when its outstanding
+		 * requests are acknowledged.
+		 */
+		if (qp->attrs.en_sqd_async_notify)
+			srnic_qp_event(qp, IB_EVENT_SQ_DRAINED);
+		break;
+	case IB_QPS_SQE:
+		srnic_wq_flush(qp, &qp->sq, true);
+		break;
+	case IB_QPS_ERR:
+		srnic_wq_flush(qp, &qp->sq, true);
+		srnic_wq_flush(qp, &qp->rq, false);
+		break;
+	default:
+		break;
+	}
+}
+
+/**
+ * srnic_modify_qp() - ib_device_ops.modify_qp
+ * @ibqp: the QP
+ * @attr: new attributes
+ * @mask: which of @attr to apply (enum ib_qp_attr_mask)
+ * @udata: driver data; srnic defines none
+ */
+int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct srnic_qp *qp = to_srnic_qp(ibqp);
+	enum ib_qp_state cur, new;
+	int err;
+
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+
+	mutex_lock(&qp->state_lock);
+	cur = qp->state;
+	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	/* A consumer's idea of the current state must be the truth. */
+	if (((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != cur) ||
+	    new > IB_QPS_ERR ||
+	    !ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask)) {
+		err = -EINVAL;
+		goto out_unlock;
+	}
+	err = srnic_qp_check_attrs(attr, mask);
+	if (err)
+		goto out_unlock;
+
+	srnic_qp_store_attrs(qp, attr, mask);
+	if (mask & IB_QP_STATE)
+		srnic_qp_enter_state(qp, new);
+out_unlock:
+	mutex_unlock(&qp->state_lock);
+	return err;
+}
+
+/**
+ * srnic_qp_to_error() - move a QP to the error state from the data path
+ * @qp: the QP
+ * @event: the affiliated asynchronous event to report (e.g.
+ *	   IB_EVENT_QP_FATAL), or 0 for none
+ *
+ * For the engine: a fatal WQE, retry exhaustion, a lost CQE. Sleeps.
+ */
+void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event)
+{
+	mutex_lock(&qp->state_lock);
+	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET)
+		srnic_qp_enter_state(qp, IB_QPS_ERR);
+	mutex_unlock(&qp->state_lock);
+	if (event)
+		srnic_qp_event(qp, event);
+}
+
+/**
+ * srnic_query_qp() - ib_device_ops.query_qp
+ * @ibqp: the QP
+ * @attr: filled with its attributes
+ * @mask: ignored, everything is reported
+ * @init: filled with its creation attributes (actual capabilities)
+ */
+int srnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init)
+{
+	struct srnic_qp *qp = to_srnic_qp(ibqp);
+	const struct srnic_qp_attrs *a = &qp->attrs;
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+
+	mutex_lock(&qp->state_lock);
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->path_mtu = a->path_mtu;
+	attr->path_mig_state = IB_MIG_MIGRATED;
+	attr->qkey = a->qkey;
+	attr->rq_psn = a->rq_psn;
+	attr->sq_psn = a->sq_psn;
+	attr->dest_qp_num = a->dest_qp_num;
+	attr->qp_access_flags = a->access_flags;
+	attr->pkey_index = a->pkey_index;
+	attr->en_sqd_async_notify = a->en_sqd_async_notify;
+	attr->max_rd_atomic = a->max_rd_atomic;
+	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	attr->min_rnr_timer = a->min_rnr_timer;
+	attr->port_num = SRNIC_PORT;
+	attr->timeout = a->timeout;
+	attr->retry_cnt = a->retry_cnt;
+	attr->rnr_retry = a->rnr_retry;
+	/* ib_query_qp()'s callers take no sgid_attr reference. */
+	attr->ah_attr = a->ah_attr;
+	attr->ah_attr.grh.sgid_attr = NULL;
+	mutex_unlock(&qp->state_lock);
+
+	attr->cap.max_send_wr = qp->sq.max_wr;
+	attr->cap.max_recv_wr = qp->rq.max_wr;
+	attr->cap.max_send_sge = qp->sq.max_sge;
+	attr->cap.max_recv_sge = qp->rq.max_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+
+	init->qp_type = ibqp->qp_type;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->cap = attr->cap;
+	init->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR :
+					     IB_SIGNAL_REQ_WR;
+	return 0;
+}
+
+/* ---- post ------------------------------------------------------------- */
+
+static bool srnic_wq_full(struct srnic_wq *wq, u32 producer)
+{
+	return producer - wq->consumer >= wq->ring.num_entries;
+}
+
+/* Write one kernel send WR into the SQ slot of @producer. */
+static int srnic_sq_write_wqe(struct srnic_qp *qp, u32 producer,
+			      const struct ib_send_wr *wr)
+{
+	struct srnic_send_wqe *wqe = srnic_queue_entry(&qp->sq.ring, producer);
+	struct srnic_sge *sge = (struct srnic_sge *)(wqe + 1);
+	u32 i, len = 0;
+
+	if (wr->opcode >= ARRAY_SIZE(srnic_kernel_send_opcode_ok) ||
+	    !srnic_kernel_send_opcode_ok[wr->opcode] ||
+	    wr->num_sge < 0 || wr->num_sge > qp->sq.max_sge)
+		return -EINVAL;
+
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	if ((wr->send_flags & IB_SEND_SIGNALED) || qp->sq_sig_all)
+		wqe->flags |= SRNIC_WQE_SIGNALED;
+	if (wr->send_flags & IB_SEND_FENCE)
+		wqe->flags |= SRNIC_WQE_FENCE;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		wqe->flags |= SRNIC_WQE_SOLICITED;
+	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
+		wqe->imm_data = wr->ex.imm_data;
+	if (wr->opcode == IB_WR_RDMA_WRITE ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_READ) {
+		wqe->rdma.remote_addr = rdma_wr(wr)->remote_addr;
+		wqe->rdma.rkey = rdma_wr(wr)->rkey;
+	}
+
+	if ((wr->send_flags & IB_SEND_INLINE) && wr->opcode != IB_WR_RDMA_READ) {
+		/* Kernel "DMA addresses" are kernel virtual addresses. */
+		for (i = 0; i < wr->num_sge; i++) {
+			if (wr->sg_list[i].length > qp->max_inline - len)
+				return -EINVAL;
+			memcpy((u8 *)(wqe + 1) + len,
+			       (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		wqe->flags |= SRNIC_WQE_INLINE;
+		wqe->inline_len = len;
+		return 0;
+	}
+
+	wqe->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = wr->sg_list[i].addr;
+		sge[i].length = wr->sg_list[i].length;
+		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	return 0;
+}
+
+/**
+ * srnic_post_send() - ib_device_ops.post_send
+ * @ibqp: the QP
+ * @wr: work requests; for a user QP, none: the provider's doorbell
+ * @bad_wr: the first request not posted, on error
+ */
+int srnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct srnic_qp *qp = to_srnic_qp(ibqp);
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	struct srnic_wq *sq = &qp->sq;
+	unsigned long flags;
+	u32 producer;
+	int err = 0;
+
+	if (ibqp->uobject) {
+		/* User WQEs travel through the ring only. */
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		srnic_wq_doorbell(qp, true);
+		return 0;
+	}
+	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
+	    state == IB_QPS_RTR) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+
+	spin_lock_irqsave(&sq->lock, flags);
+	producer = sq->ring.ctrl->producer;
+	for (; wr; wr = wr->next) {
+		err = srnic_wq_full(sq, producer) ? -ENOMEM :
+			srnic_sq_write_wqe(qp, producer, wr);
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		producer++;
+	}
+	/* WQE contents before the index that publishes them. */
+	smp_store_release(&sq->ring.ctrl->producer, producer);
+	spin_unlock_irqrestore(&sq->lock, flags);
+
+	srnic_wq_doorbell(qp, true);
+	return err;
+}
+
+/**
+ * srnic_post_recv() - ib_device_ops.post_recv
+ * @ibqp: the QP
+ * @wr: work requests; for a user QP, none: the provider's doorbell
+ * @bad_wr: the first request not posted, on error
+ */
+int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct srnic_qp *qp = to_srnic_qp(ibqp);
+	struct srnic_wq *rq = &qp->rq;
+	unsigned long flags;
+	u32 producer, i;
+	int err = 0;
+
+	if (ibqp->uobject) {
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		srnic_wq_doorbell(qp, false);
+		return 0;
+	}
+	if (READ_ONCE(qp->state) == IB_QPS_RESET) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+
+	spin_lock_irqsave(&rq->lock, flags);
+	producer = rq->ring.ctrl->producer;
+	for (; wr; wr = wr->next) {
+		struct srnic_recv_wqe *wqe;
+		struct srnic_sge *sge;
+
+		if (srnic_wq_full(rq, producer) || wr->num_sge < 0 ||
+		    wr->num_sge > rq->max_sge) {
+			err = srnic_wq_full(rq, producer) ? -ENOMEM : -EINVAL;
+			*bad_wr = wr;
+			break;
+		}
+		wqe = srnic_queue_entry(&rq->ring, producer);
+		sge = (struct srnic_sge *)(wqe + 1);
+		memset(wqe, 0, sizeof(*wqe));
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		producer++;
+	}
+	/* WQE contents before the index that publishes them. */
+	smp_store_release(&rq->ring.ctrl->producer, producer);
+	spin_unlock_irqrestore(&rq->lock, flags);
+
+	srnic_wq_doorbell(qp, false);
+	return err;
+}

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "cq.h"
+
+#include "context.h"
+#include "log.h"
+
+#include <cerrno>
+#include <memory>
+#include <new>
+
+namespace srnic
+{
+
+ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
+		  int comp_vector) noexcept
+{
+	Context *ctx = to_srnic_context(ibctx);
+	std::unique_ptr<Cq> cq(new (std::nothrow) Cq{});
+	if (!cq) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+
+	CreateCqCmd cmd = {};
+	CreateCqResp resp = {};
+	// libibverbs takes the kernel's response struct, whose flexible array
+	// member CreateCqResp cannot embed; ibv_create_cq_resp_core has the
+	// same size and alignment (asserted in verbs_driver_abi.h).
+	int err = ibv_cmd_create_cq(ibctx, cqe, channel, comp_vector, &cq->vcq.cq, &cmd.ibv_cmd,
+				    sizeof(cmd),
+				    reinterpret_cast<ib_uverbs_create_cq_resp *>(&resp),
+				    sizeof(resp));
+	if (err) {
+		errno = err;
+		return nullptr;
+	}
+
+	err = cq->ring.map(ibctx->cmd_fd, resp.driver.ring, ctx->limits.queue_ctrl_size,
+			   sizeof(srnic_cqe));
+	if (!err && resp.driver.ring.num_entries <= static_cast<uint32_t>(cq->vcq.cq.cqe))
+		err = EPROTO; // the ring must hold every CQE the CQ promises
+	if (err) {
+		srnic_err(&ctx->ibv_ctx, "cannot map CQ %u: %d\n", resp.driver.cqn, err);
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		errno = err;
+		return nullptr;
+	}
+	cq->reader.emplace(cq->ring.view());
+	cq->cqn = resp.driver.cqn;
+	return &cq.release()->vcq.cq;
+}
+
+int destroy_cq(ibv_cq *ibcq) noexcept
+{
+	const int err = ibv_cmd_destroy_cq(ibcq);
+	if (err)
+		return err;
+
+	delete to_srnic_cq(ibcq); // unmaps the ring
+	return 0;
+}
+
+} // namespace srnic

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Completion queues: create/destroy (commands and the ring mapping), and the
+// fast path: poll_cq over CqReader and req_notify_cq in shared memory.
+#ifndef SRNIC_CQ_H
+#define SRNIC_CQ_H
+
+#include "queue.h"
+#include "ring_mapping.h"
+#include "spinlock.h"
+#include "verbs_driver_abi.h"
+
+#include <rdma/srnic-abi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace srnic
+{
+
+struct Cq {
+	verbs_cq vcq; // first: libibverbs hands back &vcq.cq
+	RingMapping ring;
+	std::optional<CqReader> reader; // set once the ring is mapped
+	SpinLock lock;			// pollers and arming threads of this CQ
+	uint32_t cqn = 0;
+};
+
+[[nodiscard]] inline Cq *to_srnic_cq(ibv_cq *ibcq) noexcept
+{
+	static_assert(offsetof(Cq, vcq) == 0);
+	return reinterpret_cast<Cq *>(ibcq);
+}
+
+struct CreateCqCmd {
+	struct ibv_create_cq ibv_cmd;
+	srnic_create_cq_req driver;
+};
+static_assert(sizeof(CreateCqCmd) == sizeof(struct ibv_create_cq) + sizeof(srnic_create_cq_req));
+
+struct CreateCqResp {
+	ibv_create_cq_resp_core ibv_resp;
+	srnic_create_cq_resp driver;
+};
+static_assert(sizeof(CreateCqResp) ==
+	      sizeof(ibv_create_cq_resp_core) + sizeof(srnic_create_cq_resp));
+
+// The CQE flag values are libibverbs' own (srnic-abi.h says so).
+static_assert(int{SRNIC_CQE_GRH} == int{IBV_WC_GRH} &&
+	      int{SRNIC_CQE_WITH_IMM} == int{IBV_WC_WITH_IMM} &&
+	      int{SRNIC_CQE_WITH_INV} == int{IBV_WC_WITH_INV});
+
+// A completion as ibv_wc.
+inline void cqe_to_wc(const srnic_cqe &cqe, ibv_wc &wc) noexcept
+{
+	wc.wr_id = cqe.wr_id;
+	wc.status = static_cast<ibv_wc_status>(cqe.status);
+	wc.opcode = static_cast<ibv_wc_opcode>(cqe.opcode);
+	wc.vendor_err = cqe.vendor_err;
+	wc.byte_len = cqe.byte_len;
+	if (cqe.wc_flags & SRNIC_CQE_WITH_INV)
+		wc.invalidated_rkey = cqe.invalidated_rkey;
+	else
+		wc.imm_data = cqe.imm_data;
+	wc.qp_num = cqe.qp_num;
+	wc.src_qp = cqe.src_qp;
+	wc.wc_flags = cqe.wc_flags;
+	wc.pkey_index = cqe.pkey_index;
+	wc.slid = cqe.slid;
+	wc.sl = cqe.sl;
+	wc.dlid_path_bits = cqe.dlid_path_bits;
+}
+
+// The poll_cq verb: up to num_entries completions, in order.
+inline int poll_cq(ibv_cq *ibcq, int num_entries, ibv_wc *wc) noexcept
+{
+	Cq &cq = *to_srnic_cq(ibcq);
+	SpinGuard guard(cq.lock);
+	CqReader &reader = *cq.reader;
+	int n = 0;
+
+	for (; n < num_entries; ++n) {
+		const srnic_cqe *cqe = reader.check_owner_then_acquire_cqe();
+		if (!cqe)
+			break;
+		cqe_to_wc(*cqe, wc[n]);
+		reader.consume_cqe();
+	}
+	if (n)
+		reader.release_consumed();
+	return n;
+}
+
+// The req_notify_cq verb, without a syscall: write notify, then publish it
+// with a release store of notify_seq + 1, then a full fence that orders the
+// arm before the caller's next poll; it pairs with the kernel's smp_mb()
+// between writing a CQE and reading the arm, so either that poll sees the
+// CQE or the kernel sees the arm and raises the event.
+inline int req_notify_cq(ibv_cq *ibcq, int solicited_only) noexcept
+{
+	Cq &cq = *to_srnic_cq(ibcq);
+	SpinGuard guard(cq.lock);
+	srnic_queue_ctrl &ctrl = cq.reader->ring().ctrl();
+
+	std::atomic_ref<__u32>(ctrl.notify)
+		.store(solicited_only ? SRNIC_CQ_NOTIFY_SOLICITED : SRNIC_CQ_NOTIFY_NEXT,
+		       std::memory_order_relaxed);
+	store_release(ctrl.notify_seq, load_relaxed(ctrl.notify_seq) + 1);
+	std::atomic_thread_fence(std::memory_order_seq_cst);
+	return 0;
+}
+
+// The create_cq verb; nullptr with errno set on failure.
+[[nodiscard]] ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
+				int comp_vector) noexcept;
+
+// The destroy_cq verb; the CQ stays valid if the kernel refuses.
+int destroy_cq(ibv_cq *ibcq) noexcept;
+
+} // namespace srnic
+
+#endif // SRNIC_CQ_H

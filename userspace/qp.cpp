@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "qp.h"
+
+#include "context.h"
+#include "log.h"
+
+#include <cerrno>
+#include <memory>
+#include <new>
+
+namespace srnic
+{
+
+// A failed doorbell leaves the WQEs posted (the post succeeded); the next
+// doorbell covers them too. Only logged.
+void ring_send_doorbell(ibv_qp *ibqp) noexcept
+{
+	ibv_send_wr *bad = nullptr;
+	if (const int err = ibv_cmd_post_send(ibqp, nullptr, &bad))
+		srnic_err(verbs_get_ctx(ibqp->context), "SQ doorbell of QP %u failed: %d\n",
+			  ibqp->qp_num, err);
+}
+
+void ring_recv_doorbell(ibv_qp *ibqp) noexcept
+{
+	ibv_recv_wr *bad = nullptr;
+	if (const int err = ibv_cmd_post_recv(ibqp, nullptr, &bad))
+		srnic_err(verbs_get_ctx(ibqp->context), "RQ doorbell of QP %u failed: %d\n",
+			  ibqp->qp_num, err);
+}
+
+bool qp_caps_fit_rings(const ibv_qp_cap &cap, const srnic_queue_desc &sq,
+		       const srnic_queue_desc &rq) noexcept
+{
+	const uint64_t sq_payload = uint64_t{sq.entry_size} - sizeof(srnic_send_wqe);
+	const uint64_t rq_payload = uint64_t{rq.entry_size} - sizeof(srnic_recv_wqe);
+
+	return sq.entry_size >= sizeof(srnic_send_wqe) && rq.entry_size >= sizeof(srnic_recv_wqe) &&
+	       cap.max_send_wr <= sq.num_entries && cap.max_recv_wr <= rq.num_entries &&
+	       uint64_t{cap.max_send_sge} * sizeof(srnic_sge) <= sq_payload &&
+	       cap.max_inline_data <= sq_payload &&
+	       uint64_t{cap.max_recv_sge} * sizeof(srnic_sge) <= rq_payload;
+}
+
+namespace
+{
+
+// Undoes ibv_cmd_create_qp_ex for a QP whose rings turned out unusable.
+ibv_qp *fail_created(Qp *qp, int err) noexcept
+{
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+	delete qp;
+	errno = err;
+	return nullptr;
+}
+
+} // namespace
+
+ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
+{
+	Context *ctx = to_srnic_context(ibctx);
+	// Only what srnic implements: a PD, no creation flags, no XRC, no
+	// extended send ops. An empty set of creation flags is no request;
+	// ibv_cmd_create_qp_ex() itself would refuse the bit.
+	const uint32_t comp_mask = attr->comp_mask;
+	const bool no_create_flags =
+		!(comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) || !attr->create_flags;
+	if ((comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    !no_create_flags) {
+		errno = EOPNOTSUPP;
+		return nullptr;
+	}
+	std::unique_ptr<Qp> qp(new (std::nothrow) Qp{});
+	if (!qp) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+
+	CreateQpCmd cmd = {};
+	CreateQpResp resp = {};
+	// libibverbs takes the kernel's response struct, whose flexible array
+	// member CreateQpResp cannot embed; ibv_create_qp_resp_core has the
+	// same size and alignment (asserted in verbs_driver_abi.h).
+	attr->comp_mask = comp_mask & ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	int err = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, attr, &cmd.ibv_cmd, sizeof(cmd),
+				       reinterpret_cast<ib_uverbs_create_qp_resp *>(&resp),
+				       sizeof(resp));
+	attr->comp_mask = comp_mask;
+	if (err) {
+		errno = err;
+		return nullptr;
+	}
+
+	const uint32_t ctrl_size = ctx->limits.queue_ctrl_size;
+	err = qp->sq_ring.map(ibctx->cmd_fd, resp.driver.sq, ctrl_size, sizeof(srnic_send_wqe));
+	if (!err)
+		err = qp->rq_ring.map(ibctx->cmd_fd, resp.driver.rq, ctrl_size,
+				      sizeof(srnic_recv_wqe));
+	if (!err && !qp_caps_fit_rings(attr->cap, resp.driver.sq, resp.driver.rq))
+		err = EPROTO;
+	if (err) {
+		srnic_err(&ctx->ibv_ctx, "cannot map QP %u: %d\n", resp.driver.qpn, err);
+		return fail_created(qp.release(), err);
+	}
+
+	qp->sq.emplace(qp->sq_ring.view());
+	qp->rq.emplace(qp->rq_ring.view());
+	qp->sq_max_sge = attr->cap.max_send_sge;
+	qp->rq_max_sge = attr->cap.max_recv_sge;
+	qp->max_inline = attr->cap.max_inline_data;
+	qp->sq_sig_all = attr->sq_sig_all;
+	return &qp.release()->vqp.qp;
+}
+
+ibv_qp *create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) noexcept
+{
+	ibv_qp_init_attr_ex attr_ex = {};
+	attr_ex.qp_context = attr->qp_context;
+	attr_ex.send_cq = attr->send_cq;
+	attr_ex.recv_cq = attr->recv_cq;
+	attr_ex.srq = attr->srq;
+	attr_ex.cap = attr->cap;
+	attr_ex.qp_type = attr->qp_type;
+	attr_ex.sq_sig_all = attr->sq_sig_all;
+	attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	attr_ex.pd = pd;
+
+	ibv_qp *qp = create_qp_ex(pd->context, &attr_ex);
+	if (qp)
+		attr->cap = attr_ex.cap;
+	return qp;
+}
+
+int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept
+{
+	struct ibv_modify_qp cmd = {};
+	const int err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (err)
+		return err;
+	if (attr_mask & IBV_QP_STATE)
+		to_srnic_qp(ibqp)->state.store(attr->qp_state, std::memory_order_relaxed);
+	return 0;
+}
+
+int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask, ibv_qp_init_attr *init_attr) noexcept
+{
+	struct ibv_query_qp cmd = {};
+	return ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd, sizeof(cmd));
+}
+
+int destroy_qp(ibv_qp *ibqp) noexcept
+{
+	const int err = ibv_cmd_destroy_qp(ibqp);
+	if (err)
+		return err;
+
+	delete to_srnic_qp(ibqp); // unmaps the rings
+	return 0;
+}
+
+} // namespace srnic

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Queue pairs: create/modify/query/destroy (commands, ring mappings, the
+// state the post checks need), and the fast path: post_send and post_recv
+// write WQEs into the mapped rings through ProducerView and ring the doorbell
+// (a syscall) only when the kernel asked for it with NEED_WAKEUP.
+#ifndef SRNIC_QP_H
+#define SRNIC_QP_H
+
+#include "queue.h"
+#include "ring_mapping.h"
+#include "spinlock.h"
+#include "verbs_driver_abi.h"
+
+#include <rdma/srnic-abi.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <type_traits>
+
+namespace srnic
+{
+
+struct Qp {
+	verbs_qp vqp; // first: libibverbs hands back &vqp.qp
+	RingMapping sq_ring;
+	RingMapping rq_ring;
+	std::optional<ProducerView> sq; // set once the rings are mapped
+	std::optional<ProducerView> rq;
+	// libibverbs lets several threads post to one QP: each queue has a
+	// small lock, uncontended in the usual one-thread-per-QP case.
+	SpinLock sq_lock;
+	SpinLock rq_lock;
+	// As last set by modify_qp (the kernel may move the QP to the error
+	// state on its own; the rings' ERROR flag covers that).
+	std::atomic<ibv_qp_state> state{IBV_QPS_RESET};
+	uint32_t sq_max_sge = 0;
+	uint32_t rq_max_sge = 0;
+	uint32_t max_inline = 0;
+	bool sq_sig_all = false;
+};
+
+[[nodiscard]] inline Qp *to_srnic_qp(ibv_qp *ibqp) noexcept
+{
+	static_assert(offsetof(Qp, vqp) == 0);
+	return reinterpret_cast<Qp *>(ibqp);
+}
+
+struct CreateQpCmd {
+	struct ibv_create_qp ibv_cmd;
+	srnic_create_qp_req driver;
+};
+static_assert(sizeof(CreateQpCmd) == sizeof(struct ibv_create_qp) + sizeof(srnic_create_qp_req));
+
+struct CreateQpResp {
+	ibv_create_qp_resp_core ibv_resp;
+	srnic_create_qp_resp driver;
+};
+static_assert(sizeof(CreateQpResp) ==
+	      sizeof(ibv_create_qp_resp_core) + sizeof(srnic_create_qp_resp));
+
+// Send opcodes an RC QP accepts today, indexed by IBV_WR_*.
+inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> rc_send_opcode_supported = [] {
+	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
+	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = true;
+	ok[IBV_WR_RDMA_WRITE] = ok[IBV_WR_RDMA_WRITE_WITH_IMM] = true;
+	ok[IBV_WR_RDMA_READ] = true;
+	return ok;
+}();
+
+[[nodiscard]] constexpr bool send_state_ok(ibv_qp_state s) noexcept
+{
+	return s != IBV_QPS_RESET && s != IBV_QPS_INIT && s != IBV_QPS_RTR;
+}
+
+// Fill one SQ slot from wr. Returns 0 or EINVAL; the slot may be scribbled
+// on either way (it is published only after a 0).
+inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) noexcept
+{
+	// The caller's bits, not an enum load: any value may arrive here.
+	std::underlying_type_t<ibv_wr_opcode> opcode;
+	static_assert(sizeof(opcode) == sizeof(wr.opcode));
+	std::memcpy(&opcode, &wr.opcode, sizeof(opcode));
+	if (opcode >= rc_send_opcode_supported.size() || !rc_send_opcode_supported[opcode] ||
+	    wr.num_sge < 0)
+		return EINVAL;
+
+	auto *wqe = reinterpret_cast<srnic_send_wqe *>(slot);
+	std::byte *payload = slot + sizeof(srnic_send_wqe);
+	std::memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = wr.wr_id;
+	wqe->opcode = static_cast<__u8>(opcode);
+	if ((wr.send_flags & IBV_SEND_SIGNALED) || qp.sq_sig_all)
+		wqe->flags |= SRNIC_WQE_SIGNALED;
+	if (wr.send_flags & IBV_SEND_FENCE)
+		wqe->flags |= SRNIC_WQE_FENCE;
+	if (wr.send_flags & IBV_SEND_SOLICITED)
+		wqe->flags |= SRNIC_WQE_SOLICITED;
+	if (opcode == IBV_WR_SEND_WITH_IMM || opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		wqe->imm_data = wr.imm_data;
+	if (opcode != IBV_WR_SEND && opcode != IBV_WR_SEND_WITH_IMM) {
+		wqe->rdma.remote_addr = wr.wr.rdma.remote_addr;
+		wqe->rdma.rkey = wr.wr.rdma.rkey;
+	}
+
+	if ((wr.send_flags & IBV_SEND_INLINE) && opcode != IBV_WR_RDMA_READ) {
+		uint32_t len = 0;
+		for (int i = 0; i < wr.num_sge; ++i) {
+			const ibv_sge &sge = wr.sg_list[i];
+			if (sge.length > qp.max_inline - len)
+				return EINVAL;
+			if (sge.length)
+				std::memcpy(payload + len,
+					    reinterpret_cast<const void *>(sge.addr), sge.length);
+			len += sge.length;
+		}
+		wqe->flags |= SRNIC_WQE_INLINE;
+		wqe->inline_len = len;
+		return 0;
+	}
+
+	if (static_cast<uint32_t>(wr.num_sge) > qp.sq_max_sge)
+		return EINVAL;
+	wqe->num_sge = static_cast<__u16>(wr.num_sge);
+	if (wr.num_sge) // sg_list may be NULL without SGEs
+		std::memcpy(payload, wr.sg_list, sizeof(srnic_sge) * wr.num_sge);
+	return 0;
+}
+
+// ibv_sge and srnic_sge are the same 16 bytes, so SGEs are copied whole.
+static_assert(sizeof(ibv_sge) == sizeof(srnic_sge) &&
+	      offsetof(ibv_sge, addr) == offsetof(srnic_sge, addr) &&
+	      offsetof(ibv_sge, length) == offsetof(srnic_sge, length) &&
+	      offsetof(ibv_sge, lkey) == offsetof(srnic_sge, lkey));
+
+// Fill one RQ slot from wr. Returns 0 or EINVAL.
+inline int write_recv_wqe(const Qp &qp, std::byte *slot, const ibv_recv_wr &wr) noexcept
+{
+	if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > qp.rq_max_sge)
+		return EINVAL;
+	auto *wqe = reinterpret_cast<srnic_recv_wqe *>(slot);
+	*wqe = {};
+	wqe->wr_id = wr.wr_id;
+	wqe->num_sge = static_cast<__u16>(wr.num_sge);
+	if (wr.num_sge) // sg_list may be NULL without SGEs
+		std::memcpy(slot + sizeof(*wqe), wr.sg_list, sizeof(srnic_sge) * wr.num_sge);
+	return 0;
+}
+
+// The doorbells: empty POST_SEND / POST_RECV commands (out of line: a syscall).
+void ring_send_doorbell(ibv_qp *ibqp) noexcept;
+void ring_recv_doorbell(ibv_qp *ibqp) noexcept;
+
+// Post a chain of work requests into view under lock: write each into the
+// next free slot, publish once, and report whether the kernel wants a
+// doorbell. ENOMEM when the ring is full, EINVAL from write.
+template <typename Wr, typename Write>
+inline int post_chain(ProducerView &view, SpinLock &lock, Wr *wr, Wr **bad_wr, Write write,
+		      bool &doorbell) noexcept
+{
+	SpinGuard guard(lock);
+	uint32_t posted = 0;
+	int err = 0;
+
+	for (; wr; wr = wr->next) {
+		std::byte *slot = view.next_free_entry();
+		err = slot ? write(slot, *wr) : ENOMEM;
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		view.commit_entry();
+		++posted;
+	}
+	doorbell = posted && view.publish_then_check_need_wakeup();
+	return err;
+}
+
+// The post_send verb.
+inline int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
+{
+	Qp &qp = *to_srnic_qp(ibqp);
+	if (!send_state_ok(qp.state.load(std::memory_order_relaxed))) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	bool doorbell;
+	const int err = post_chain(
+		*qp.sq, qp.sq_lock, wr, bad_wr,
+		[&qp](std::byte *slot, const ibv_send_wr &w) { return write_send_wqe(qp, slot, w); },
+		doorbell);
+	if (doorbell)
+		ring_send_doorbell(ibqp);
+	return err;
+}
+
+// The post_recv verb.
+inline int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept
+{
+	Qp &qp = *to_srnic_qp(ibqp);
+	if (qp.state.load(std::memory_order_relaxed) == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	bool doorbell;
+	const int err = post_chain(
+		*qp.rq, qp.rq_lock, wr, bad_wr,
+		[&qp](std::byte *slot, const ibv_recv_wr &w) { return write_recv_wqe(qp, slot, w); },
+		doorbell);
+	if (doorbell)
+		ring_recv_doorbell(ibqp);
+	return err;
+}
+
+// Whether the caps the kernel reported fit the rings it described.
+[[nodiscard]] bool qp_caps_fit_rings(const ibv_qp_cap &cap, const srnic_queue_desc &sq,
+				     const srnic_queue_desc &rq) noexcept;
+
+// The create_qp and create_qp_ex verbs; nullptr with errno set on failure.
+[[nodiscard]] ibv_qp *create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) noexcept;
+[[nodiscard]] ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept;
+
+int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept;
+int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,
+	     ibv_qp_init_attr *init_attr) noexcept;
+int destroy_qp(ibv_qp *ibqp) noexcept;
+
+} // namespace srnic
+
+#endif // SRNIC_QP_H
