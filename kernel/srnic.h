@@ -394,6 +394,64 @@ struct srnic_qp_attrs {
 	u8 en_sqd_async_notify;
 };
 
+/* The largest receive WQE: header and SRNIC_MAX_SGE SGEs, a power of two. */
+#define SRNIC_MAX_RQ_ENTRY_SIZE 1024
+static_assert(sizeof(struct srnic_recv_wqe) +
+	      SRNIC_MAX_SGE * sizeof(struct srnic_sge) <= SRNIC_MAX_RQ_ENTRY_SIZE);
+
+/**
+ * struct srnic_seg - one contiguous piece of a message
+ * @mr: the MR it lies in, referenced; NULL for kernel memory at @buf
+ * @buf: inline data (when @mr is NULL)
+ * @iova: address in @mr
+ * @len: bytes
+ */
+struct srnic_seg {
+	struct srnic_mr *mr;
+	const u8 *buf;
+	u64 iova;
+	u32 len;
+};
+
+/* A message's pieces, at most one per SGE, and their total length. */
+struct srnic_sgl {
+	struct srnic_seg seg[SRNIC_MAX_SGE];
+	unsigned int num;
+	u64 len;
+};
+
+/**
+ * struct srnic_req - the requester's state (srnic_rc.c), owned by the
+ * QP's engine task
+ * @wqe: snapshot of the send WQE being executed (an SQ entry's size)
+ * @index: SQ index @wqe was taken from
+ * @sgl: the requester's side of the message
+ * @rwqe: snapshot of a local responder's receive WQE
+ * @rsgl: the responder's side of the message (local delivery)
+ * @local_ifindex: netdev of the srnic device owning the destination GID
+ *		   (local delivery), 0 for a remote destination
+ * @rnr_timer: the responder's RNR timer code, from its last RNR NAK
+ * @rnr_retries_left: RNR retries left for the current WQE
+ * @rnr_waiting: waiting for @rnr_until before retrying the WQE
+ * @rnr_until: jiffies
+ * @rnr_timer_list: reschedules the task at @rnr_until
+ * @fatal: a completion was lost (CQ overrun): go to the error state
+ */
+struct srnic_req {
+	struct srnic_send_wqe *wqe;
+	u32 index;
+	struct srnic_sgl sgl;
+	struct srnic_recv_wqe *rwqe;
+	struct srnic_sgl rsgl;
+	int local_ifindex;
+	u8 rnr_timer;
+	u8 rnr_retries_left;
+	bool rnr_waiting;
+	unsigned long rnr_until;
+	struct timer_list rnr_timer_list;
+	bool fatal;
+};
+
 /**
  * struct srnic_qp - a queue pair
  * @ibqp: the ib_core QP
@@ -406,6 +464,8 @@ struct srnic_qp_attrs {
  * @sq_sig_all: every send WQE is signaled
  * @ref: references; lookups by QPN take one (srnic_qp_get_by_qpn())
  * @released: completed when @ref drops to zero
+ * @task: the QP's work in its NIC engine
+ * @req: requester state, used only by @task
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -418,6 +478,8 @@ struct srnic_qp {
 	bool sq_sig_all;
 	refcount_t ref;
 	struct completion released;
+	struct srnic_engine_task task;
+	struct srnic_req req;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
@@ -456,6 +518,7 @@ void srnic_dev_netdev_renamed(struct srnic_dev *sdev);
 void srnic_dev_dealloc(struct ib_device *ibdev);
 struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev);
 void srnic_unregister_net_devices(struct net *net);
+int srnic_local_gid_ifindex(struct net *net, const union ib_gid *gid);
 
 /**
  * struct srnic_path - where a QP's (or an AH's) packets go
@@ -576,6 +639,16 @@ int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 struct srnic_qp *srnic_qp_get_by_qpn(struct srnic_dev *sdev, u32 qpn);
 void srnic_qp_put(struct srnic_qp *qp);
 void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event);
+u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq);
+bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq);
+void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq);
+u8 srnic_wqe_wc_opcode(u8 wr_opcode);
+
+/* srnic_rc.c: the RC requester and local delivery */
+extern const struct srnic_engine_task_ops srnic_qp_task_ops;
+int srnic_rc_init(struct srnic_qp *qp);
+void srnic_rc_cleanup(struct srnic_qp *qp);
+void srnic_rc_resolve_dest(struct srnic_qp *qp);
 
 /* srnic_verbs.c: the ib_device_ops table */
 int srnic_udata_check_tail(struct ib_udata *udata, size_t known);

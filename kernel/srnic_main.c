@@ -14,6 +14,7 @@
 #include <linux/module.h>
 #include <linux/rtnetlink.h>
 #include <net/addrconf.h>
+#include <rdma/ib_cache.h>
 #include <rdma/rdma_netlink.h>
 
 #include "srnic.h"
@@ -70,6 +71,37 @@ struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev)
 		return NULL;
 	}
 	return to_srnic_dev(ibdev);
+}
+
+/**
+ * srnic_local_gid_ifindex() - is @gid an srnic device's, in @net?
+ * @net: the namespace of the asking device
+ * @gid: a destination GID
+ *
+ * Return: the ifindex of the netdev of the srnic device owning @gid as a
+ * RoCE v2 GID in @net (local delivery), or 0.
+ */
+int srnic_local_gid_ifindex(struct net *net, const union ib_gid *gid)
+{
+	const struct ib_gid_attr *attr;
+	struct srnic_dev *sdev;
+	int ifindex = 0;
+
+	rtnl_lock();
+	list_for_each_entry(sdev, &srnic_devices, list) {
+		if (!net_eq(read_pnet(&sdev->net), net))
+			continue;
+		attr = rdma_find_gid_by_port(&sdev->ibdev, gid,
+					     IB_GID_TYPE_ROCE_UDP_ENCAP,
+					     SRNIC_PORT, NULL);
+		if (!IS_ERR(attr)) {
+			rdma_put_gid_attr(attr);
+			ifindex = sdev->ndev->ifindex;
+			break;
+		}
+	}
+	rtnl_unlock();
+	return ifindex;
 }
 
 static void srnic_parent_release(struct device *dev)

@@ -65,7 +65,7 @@ static const bool srnic_kernel_send_opcode_ok[] = {
 	[IB_WR_RDMA_READ] = true,
 };
 
-static u8 srnic_wqe_wc_opcode(u8 wr_opcode)
+u8 srnic_wqe_wc_opcode(u8 wr_opcode)
 {
 	if (wr_opcode < ARRAY_SIZE(srnic_send_wc_opcode))
 		return srnic_send_wc_opcode[wr_opcode];
@@ -141,7 +141,7 @@ static void srnic_qp_set_queue_flags(struct srnic_qp *qp,
  * The producer index of a work queue, read once and validated against the
  * kernel's consumer index: at most a ring's worth of new WQEs, else none.
  */
-static u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq)
+u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq)
 {
 	/* Pairs with the producer's release: WQE contents are visible. */
 	u32 producer = smp_load_acquire(&wq->ring.ctrl->producer);
@@ -154,13 +154,25 @@ static u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq)
 	return producer;
 }
 
+/**
+ * srnic_wq_has_work() - does @wq hold WQEs not consumed yet?
+ * @qp: its QP
+ * @wq: the SQ or RQ
+ *
+ * Lockless and approximate (for polling and RNR checks); consumers read
+ * the producer index again under the queue's lock.
+ */
+bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq)
+{
+	return READ_ONCE(wq->ring.ctrl->producer) != READ_ONCE(wq->consumer);
+}
+
 /*
  * Complete every posted, unconsumed WQE of @wq with IB_WC_WR_FLUSH_ERR.
  * Each WQE header is copied once from the ring before use. CQEs lost to
  * a CQ overrun are lost; the CQ reports it (IB_EVENT_CQ_ERR).
  */
-static void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq,
-			   bool is_sq)
+void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq)
 {
 	struct srnic_cq *cq = to_srnic_cq(is_sq ? qp->ibqp.send_cq :
 					  qp->ibqp.recv_cq);
@@ -206,16 +218,12 @@ static void srnic_wq_discard(struct srnic_qp *qp, struct srnic_wq *wq)
 }
 
 /*
- * A doorbell, or new kernel WQEs: flush them if the queue is in error.
- * Otherwise this is where the NIC engine owning the QP will be woken
- * (design.rst, section 2); until it exists WQEs stay in the ring.
+ * A doorbell, or new kernel WQEs: the QP's engine task processes the SQ
+ * (and, in the error state, flushes both queues).
  */
 static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 {
-	enum ib_qp_state state = READ_ONCE(qp->state);
-
-	if (state == IB_QPS_ERR || (is_sq && state == IB_QPS_SQE))
-		srnic_wq_flush(qp, is_sq ? &qp->sq : &qp->rq, is_sq);
+	srnic_engine_task_schedule(&qp->task);
 }
 
 /* ---- QPN table -------------------------------------------------------- */
@@ -358,6 +366,11 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		if (err)
 			goto err_erase;
 	}
+	err = srnic_rc_init(qp);
+	if (err)
+		goto err_erase;
+	srnic_engine_task_init(sdev, &qp->task, &srnic_qp_task_ops, qpn);
+	srnic_engine_task_start(&qp->task);
 
 	cap->max_send_wr = qp->sq.max_wr;
 	cap->max_recv_wr = qp->rq.max_wr;
@@ -395,6 +408,9 @@ int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	synchronize_rcu();
 	srnic_qp_put(qp);
 	wait_for_completion(&qp->released);
+	/* No requester of another QP can reach it: stop its own. */
+	srnic_engine_task_stop(&qp->task);
+	srnic_rc_cleanup(qp);
 
 	srnic_queue_destroy(&qp->rq.ring);
 	srnic_queue_destroy(&qp->sq.ring);
@@ -559,8 +575,13 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		goto out_unlock;
 
 	srnic_qp_store_attrs(qp, attr, mask);
-	if (mask & IB_QP_STATE)
+	if (mask & IB_QP_STATE) {
+		if (new == IB_QPS_RTR && cur != IB_QPS_RTR)
+			srnic_rc_resolve_dest(qp);
 		srnic_qp_enter_state(qp, new);
+		/* Entering RTS may release posted WQEs; ERR flushes. */
+		srnic_engine_task_schedule(&qp->task);
+	}
 out_unlock:
 	mutex_unlock(&qp->state_lock);
 	return err;

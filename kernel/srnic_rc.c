@@ -1,0 +1,652 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: the RC requester, run by the NIC engine that owns the QP.
+ *
+ * Each pass takes the next send WQE from the SQ (a snapshot: the ring is
+ * shared with the process and untrusted), executes it and completes it, in
+ * posting order, so RC's "each message exactly once, in order" holds by
+ * construction for one requester.
+ *
+ * Destinations: a QP whose destination GID belongs to an srnic device of
+ * the same network namespace (the same device included) is served by
+ * local delivery: the requester executes the operation against the
+ * destination QP directly, copying the payload once from source to
+ * destination pages, with the destination's receive queue taken under its
+ * lock. The RoCEv2 wire path for remote destinations is not built yet;
+ * their WQEs complete with IB_WC_RETRY_EXC_ERR, as if the peer never
+ * answered.
+ */
+
+#include <linux/jiffies.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
+
+#include "srnic.h"
+
+/* IBTA 9.7.5.2.8: RNR NAK timer field -> microseconds. */
+static const u32 srnic_rnr_timer_usecs[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+#define SRNIC_RNR_RETRY_INFINITE 7
+
+/* Largest message: IBTA's 2^31 bytes. */
+#define SRNIC_MAX_MSG_SIZE BIT(31)
+
+/* The outcome of executing one WQE. */
+enum srnic_exec {
+	SRNIC_EXEC_DONE,	/* complete the WQE with @status */
+	SRNIC_EXEC_RNR,		/* no receive WQE at the responder: retry */
+};
+
+static void srnic_sgl_put(struct srnic_sgl *sgl)
+{
+	unsigned int i;
+
+	for (i = 0; i < sgl->num; i++)
+		if (sgl->seg[i].mr)
+			srnic_mr_put(sgl->seg[i].mr);
+	sgl->num = 0;
+	sgl->len = 0;
+}
+
+/*
+ * Resolve @num SGEs (copied from a ring, so untrusted) to referenced MRs
+ * of @pd allowing @access. Zero-length SGEs are skipped.
+ */
+static enum ib_wc_status srnic_sgl_get(struct srnic_dev *sdev,
+				       struct srnic_pd *pd,
+				       const struct srnic_sge *sge,
+				       unsigned int num, int access,
+				       struct srnic_sgl *sgl)
+{
+	unsigned int i;
+
+	sgl->num = 0;
+	sgl->len = 0;
+	for (i = 0; i < num; i++) {
+		struct srnic_mr *mr;
+
+		if (!sge[i].length)
+			continue;
+		mr = srnic_mr_lookup(sdev, sge[i].lkey, SRNIC_LKEY, pd, access,
+				     sge[i].addr, sge[i].length);
+		if (IS_ERR(mr)) {
+			srnic_sgl_put(sgl);
+			return IB_WC_LOC_PROT_ERR;
+		}
+		sgl->seg[sgl->num++] = (struct srnic_seg) {
+			.mr = mr, .iova = sge[i].addr, .len = sge[i].length,
+		};
+		sgl->len += sge[i].length;
+	}
+	if (sgl->len > SRNIC_MAX_MSG_SIZE) {
+		srnic_sgl_put(sgl);
+		return IB_WC_LOC_LEN_ERR;
+	}
+	return IB_WC_SUCCESS;
+}
+
+/* Copy @len bytes from one piece to another; both were bounds-checked. */
+static void srnic_seg_copy(const struct srnic_seg *dst, u64 doff,
+			   const struct srnic_seg *src, u64 soff, u32 len)
+{
+	if (src->mr && dst->mr)
+		srnic_mr_copy(dst->mr, dst->iova + doff, src->mr,
+			      src->iova + soff, len);
+	else if (dst->mr)
+		srnic_mr_copy_to(dst->mr, dst->iova + doff, src->buf + soff,
+				 len);
+	else
+		srnic_mr_copy_from(src->mr, src->iova + soff,
+				   (u8 *)dst->buf + doff, len);
+}
+
+/* Copy all of @src into the start of @dst, which must be large enough. */
+static void srnic_sgl_copy(const struct srnic_sgl *dst,
+			   const struct srnic_sgl *src)
+{
+	unsigned int d = 0, s = 0;
+	u64 doff = 0, soff = 0;
+
+	while (s < src->num && d < dst->num) {
+		u32 n = min_t(u64, src->seg[s].len - soff,
+			      dst->seg[d].len - doff);
+
+		srnic_seg_copy(&dst->seg[d], doff, &src->seg[s], soff, n);
+		soff += n;
+		doff += n;
+		if (soff == src->seg[s].len) {
+			s++;
+			soff = 0;
+		}
+		if (doff == dst->seg[d].len) {
+			d++;
+			doff = 0;
+		}
+	}
+}
+
+/* ---- Local delivery: the responder's side ---------------------------- */
+
+/*
+ * The destination QP of a local-delivery QP, referenced, or NULL when it
+ * does not exist (any more).
+ */
+static struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp)
+{
+	struct net *net = read_pnet(&to_srnic_dev(qp->ibqp.device)->net);
+	struct srnic_qp *dest = NULL;
+	struct net_device *ndev;
+	struct srnic_dev *ddev;
+
+	rcu_read_lock();
+	ndev = dev_get_by_index_rcu(net, qp->req.local_ifindex);
+	ddev = ndev ? srnic_dev_get_by_netdev(ndev) : NULL;
+	rcu_read_unlock();
+	if (!ddev)
+		return NULL;
+	dest = srnic_qp_get_by_qpn(ddev, qp->attrs.dest_qp_num);
+	ib_device_put(&ddev->ibdev);
+	return dest;
+}
+
+static bool srnic_responder_ready(struct srnic_qp *dest)
+{
+	enum ib_qp_state state = READ_ONCE(dest->state);
+
+	return state == IB_QPS_RTR || state == IB_QPS_RTS ||
+	       state == IB_QPS_SQD || state == IB_QPS_SQE;
+}
+
+static int srnic_post_recv_cqe(struct srnic_qp *dest, u64 wr_id,
+			       enum ib_wc_status status, u8 opcode,
+			       u32 byte_len, const struct srnic_send_wqe *wqe,
+			       u32 src_qp)
+{
+	struct srnic_cqe cqe = {
+		.wr_id = wr_id,
+		.status = status,
+		.opcode = opcode,
+		.byte_len = byte_len,
+		.qp_num = dest->ibqp.qp_num,
+		.src_qp = src_qp,
+	};
+	bool solicited = wqe->flags & SRNIC_WQE_SOLICITED;
+
+	if (wqe->opcode == IB_WR_SEND_WITH_IMM ||
+	    wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
+		cqe.imm_data = wqe->imm_data;
+		cqe.wc_flags = SRNIC_CQE_WITH_IMM;
+	}
+	return srnic_cq_post(to_srnic_cq(dest->ibqp.recv_cq), &cqe, solicited);
+}
+
+/*
+ * Consume the responder's next receive WQE for the message of @wqe and,
+ * with @deliver_payload, scatter @src into it. Sets *@rnr when the RQ is
+ * empty, *@dest_fatal when the responder must enter the error state.
+ * Returns the requester's status.
+ */
+static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
+					     struct srnic_qp *dest,
+					     const struct srnic_send_wqe *wqe,
+					     const struct srnic_sgl *src,
+					     bool deliver_payload, bool *rnr,
+					     bool *dest_fatal)
+{
+	struct srnic_dev *ddev = to_srnic_dev(dest->ibqp.device);
+	struct srnic_recv_wqe *rwqe = qp->req.rwqe;
+	struct srnic_sge *sge = (struct srnic_sge *)(rwqe + 1);
+	struct srnic_sgl *dst = &qp->req.rsgl;
+	u8 opcode = deliver_payload ? IB_WC_RECV : IB_WC_RECV_RDMA_WITH_IMM;
+	struct srnic_wq *rq = &dest->rq;
+	enum ib_wc_status rstatus;
+	unsigned long flags;
+
+	/* Only taking the WQE is serialised; the copy runs unlocked. */
+	spin_lock_irqsave(&rq->lock, flags);
+	if (srnic_wq_read_producer(dest, rq) == rq->consumer ||
+	    READ_ONCE(dest->state) == IB_QPS_ERR) {
+		spin_unlock_irqrestore(&rq->lock, flags);
+		*rnr = true;
+		return IB_WC_SUCCESS;
+	}
+	memcpy(rwqe, srnic_queue_entry(&rq->ring, rq->consumer),
+	       rq->ring.entry_size);
+	rq->consumer++;
+	/* Done reading the slot: the provider may reuse it. */
+	smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
+	spin_unlock_irqrestore(&rq->lock, flags);
+
+	rstatus = IB_WC_SUCCESS;
+	if (rwqe->num_sge > rq->max_sge) {
+		rstatus = IB_WC_LOC_QP_OP_ERR;
+	} else if (deliver_payload) {
+		rstatus = srnic_sgl_get(ddev, to_srnic_pd(dest->ibqp.pd), sge,
+					rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
+					dst);
+		if (rstatus == IB_WC_SUCCESS && dst->len < src->len) {
+			srnic_sgl_put(dst);
+			rstatus = IB_WC_LOC_LEN_ERR;
+		}
+		if (rstatus == IB_WC_SUCCESS) {
+			srnic_sgl_copy(dst, src);
+			srnic_sgl_put(dst);
+		}
+	}
+	/* The receive completion goes out before the requester's. */
+	if (srnic_post_recv_cqe(dest, rwqe->wr_id, rstatus, opcode,
+				rstatus == IB_WC_SUCCESS ? src->len : 0, wqe,
+				qp->ibqp.qp_num))
+		*dest_fatal = true;
+
+	if (rstatus == IB_WC_SUCCESS)
+		return IB_WC_SUCCESS;
+	*dest_fatal = true;
+	return rstatus == IB_WC_LOC_LEN_ERR ? IB_WC_REM_INV_REQ_ERR :
+					       IB_WC_REM_OP_ERR;
+}
+
+/* The responder's MR for an RDMA WRITE or READ, checked as IBTA says. */
+static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
+					  const struct srnic_send_wqe *wqe,
+					  u64 len, int access,
+					  struct srnic_sgl *sgl)
+{
+	struct srnic_dev *ddev = to_srnic_dev(dest->ibqp.device);
+	struct srnic_mr *mr;
+
+	sgl->num = 0;
+	sgl->len = 0;
+	if (!(READ_ONCE(dest->attrs.access_flags) & access))
+		return IB_WC_REM_ACCESS_ERR;
+	if (!len)
+		return IB_WC_SUCCESS;
+	mr = srnic_mr_lookup(ddev, wqe->rdma.rkey, SRNIC_RKEY,
+			     to_srnic_pd(dest->ibqp.pd), access,
+			     wqe->rdma.remote_addr, len);
+	if (IS_ERR(mr))
+		return IB_WC_REM_ACCESS_ERR;
+	sgl->seg[0] = (struct srnic_seg) {
+		.mr = mr, .iova = wqe->rdma.remote_addr, .len = len,
+	};
+	sgl->num = 1;
+	sgl->len = len;
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * Execute one WQE against a local destination QP. @local holds the
+ * requester's own side of the message (source for SEND/WRITE, target for
+ * READ). Returns the requester's completion status in @status.
+ */
+static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
+					   const struct srnic_send_wqe *wqe,
+					   struct srnic_sgl *local,
+					   enum ib_wc_status *status)
+{
+	struct srnic_qp *dest = srnic_local_dest_get(qp);
+	struct srnic_sgl *remote = &qp->req.rsgl;
+	bool rnr = false, dest_fatal = false;
+
+	*status = IB_WC_SUCCESS;
+	if (!dest || !srnic_responder_ready(dest)) {
+		/* Nobody answers: what retries would end in. */
+		*status = IB_WC_RETRY_EXC_ERR;
+		goto out;
+	}
+
+	remote->num = 0;
+	switch (wqe->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+		*status = srnic_local_receive(qp, dest, wqe, local, true, &rnr,
+					      &dest_fatal);
+		break;
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		*status = srnic_local_rkey(dest, wqe, local->len,
+					   IB_ACCESS_REMOTE_WRITE, remote);
+		if (*status != IB_WC_SUCCESS)
+			break;
+		/* An RNR must come before any byte is written. */
+		if (wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM &&
+		    !srnic_wq_has_work(dest, &dest->rq)) {
+			rnr = true;
+			break;
+		}
+		srnic_sgl_copy(remote, local);
+		srnic_sgl_put(remote);
+		if (wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
+			*status = srnic_local_receive(qp, dest, wqe, local,
+						      false, &rnr, &dest_fatal);
+		break;
+	case IB_WR_RDMA_READ:
+		*status = srnic_local_rkey(dest, wqe, local->len,
+					   IB_ACCESS_REMOTE_READ, remote);
+		if (*status != IB_WC_SUCCESS)
+			break;
+		srnic_sgl_copy(local, remote);
+		break;
+	default:
+		*status = IB_WC_REM_INV_REQ_ERR;
+		break;
+	}
+	srnic_sgl_put(remote);
+
+	/* The responder's RNR NAK carries its timer. */
+	if (rnr)
+		qp->req.rnr_timer = READ_ONCE(dest->attrs.min_rnr_timer);
+	/* A responder that detected an error goes to the error state. */
+	if (*status == IB_WC_REM_ACCESS_ERR || *status == IB_WC_REM_INV_REQ_ERR)
+		dest_fatal = true;
+	if (dest_fatal)
+		srnic_qp_to_error(dest, IB_EVENT_QP_REQ_ERR);
+out:
+	if (dest)
+		srnic_qp_put(dest);
+	return rnr ? SRNIC_EXEC_RNR : SRNIC_EXEC_DONE;
+}
+
+/* ---- The requester ---------------------------------------------------- */
+
+static bool srnic_wqe_opcode_supported(u8 opcode)
+{
+	switch (opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The requester's side of the message of @wqe: its SGEs (resolved with the
+ * access the operation needs) or its inline data.
+ */
+static enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
+					     const struct srnic_send_wqe *wqe,
+					     struct srnic_sgl *sgl)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	const struct srnic_sge *sge = (const struct srnic_sge *)(wqe + 1);
+	u32 room = qp->sq.ring.entry_size - sizeof(*wqe);
+
+	if (wqe->flags & SRNIC_WQE_INLINE) {
+		if (wqe->opcode == IB_WR_RDMA_READ ||
+		    wqe->inline_len > min(room, qp->max_inline))
+			return IB_WC_LOC_QP_OP_ERR;
+		sgl->num = 0;
+		sgl->len = wqe->inline_len;
+		if (wqe->inline_len)
+			sgl->seg[sgl->num++] = (struct srnic_seg) {
+				.buf = (const u8 *)(wqe + 1),
+				.len = wqe->inline_len,
+			};
+		return IB_WC_SUCCESS;
+	}
+	if (wqe->num_sge > qp->sq.max_sge)
+		return IB_WC_LOC_QP_OP_ERR;
+	return srnic_sgl_get(sdev, to_srnic_pd(qp->ibqp.pd), sge, wqe->num_sge,
+			     wqe->opcode == IB_WR_RDMA_READ ?
+			     IB_ACCESS_LOCAL_WRITE : 0, sgl);
+}
+
+static void srnic_req_complete(struct srnic_qp *qp,
+			       const struct srnic_send_wqe *wqe,
+			       enum ib_wc_status status, u64 len)
+{
+	struct srnic_cqe cqe = {
+		.wr_id = wqe->wr_id,
+		.status = status,
+		.opcode = srnic_wqe_wc_opcode(wqe->opcode),
+		.byte_len = wqe->opcode == IB_WR_RDMA_READ ? len : 0,
+		.qp_num = qp->ibqp.qp_num,
+	};
+
+	if (status == IB_WC_SUCCESS && !(wqe->flags & SRNIC_WQE_SIGNALED) &&
+	    !qp->sq_sig_all)
+		return;
+	if (srnic_cq_post(to_srnic_cq(qp->ibqp.send_cq), &cqe, false))
+		qp->req.fatal = true;
+}
+
+/* Wait before retrying a WQE the responder had no receive WQE for. */
+static void srnic_req_rnr_wait(struct srnic_qp *qp)
+{
+	u32 usecs = srnic_rnr_timer_usecs[qp->req.rnr_timer & 31];
+
+	qp->req.rnr_until = jiffies + usecs_to_jiffies(usecs);
+	qp->req.rnr_waiting = true;
+	mod_timer(&qp->req.rnr_timer_list, qp->req.rnr_until);
+}
+
+/* Take the WQE at the SQ's consumer index; false if there is none. */
+static bool srnic_req_fetch(struct srnic_qp *qp)
+{
+	struct srnic_wq *sq = &qp->sq;
+	unsigned long flags;
+	bool fetched = false;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	if (srnic_wq_read_producer(qp, sq) != sq->consumer) {
+		memcpy(qp->req.wqe, srnic_queue_entry(&sq->ring, sq->consumer),
+		       sq->ring.entry_size);
+		qp->req.index = sq->consumer;
+		fetched = true;
+	}
+	spin_unlock_irqrestore(&sq->lock, flags);
+	return fetched;
+}
+
+/*
+ * Retire the fetched WQE, unless a flush (the QP entered the error state
+ * meanwhile) already completed it. Returns whether it was retired here.
+ */
+static bool srnic_req_retire(struct srnic_qp *qp)
+{
+	struct srnic_wq *sq = &qp->sq;
+	unsigned long flags;
+	bool retired = false;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	if (sq->consumer == qp->req.index) {
+		sq->consumer++;
+		/* Done with the slot: the provider may reuse it. */
+		smp_store_release(&sq->ring.ctrl->consumer, sq->consumer);
+		retired = true;
+	}
+	spin_unlock_irqrestore(&sq->lock, flags);
+	return retired;
+}
+
+/*
+ * Process one WQE. Returns false when the requester must stop: nothing
+ * to do, waiting for RNR, or the QP left RTS.
+ */
+static bool srnic_req_step(struct srnic_qp *qp)
+{
+	struct srnic_send_wqe *wqe = qp->req.wqe;
+	struct srnic_sgl *local = &qp->req.sgl;
+	enum ib_wc_status status;
+	enum srnic_exec exec;
+	u64 len;
+
+	if (READ_ONCE(qp->state) != IB_QPS_RTS)
+		return false;
+	if (qp->req.rnr_waiting) {
+		if (time_before(jiffies, qp->req.rnr_until))
+			return false;
+		qp->req.rnr_waiting = false;
+	}
+	if (!srnic_req_fetch(qp))
+		return false;
+
+	if (!srnic_wqe_opcode_supported(wqe->opcode))
+		status = IB_WC_LOC_QP_OP_ERR;
+	else
+		status = srnic_req_local_sgl(qp, wqe, local);
+	exec = SRNIC_EXEC_DONE;
+	if (status == IB_WC_SUCCESS) {
+		if (qp->req.local_ifindex)
+			exec = srnic_local_execute(qp, wqe, local, &status);
+		else
+			status = IB_WC_RETRY_EXC_ERR;	/* no wire path yet */
+	}
+	len = local->len;
+	srnic_sgl_put(local);
+
+	if (exec == SRNIC_EXEC_RNR) {
+		if (qp->attrs.rnr_retry == SRNIC_RNR_RETRY_INFINITE ||
+		    qp->req.rnr_retries_left--) {
+			srnic_req_rnr_wait(qp);
+			return false;
+		}
+		status = IB_WC_RNR_RETRY_EXC_ERR;
+	}
+	qp->req.rnr_retries_left = qp->attrs.rnr_retry;
+
+	if (!srnic_req_retire(qp))
+		return false;	/* flushed: the QP is in the error state */
+	srnic_req_complete(qp, wqe, status, len);
+	if (status != IB_WC_SUCCESS || qp->req.fatal) {
+		qp->req.fatal = false;
+		srnic_qp_to_error(qp, 0);
+		return false;
+	}
+	return true;
+}
+
+/* ---- Engine callbacks ------------------------------------------------- */
+
+#define SRNIC_REQ_BUDGET 16
+
+static bool srnic_qp_run(struct srnic_engine_task *task)
+{
+	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
+	unsigned int budget = SRNIC_REQ_BUDGET;
+
+	/* A QP in error completes what the provider still posts. */
+	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		srnic_wq_flush(qp, &qp->sq, true);
+		srnic_wq_flush(qp, &qp->rq, false);
+		return false;
+	}
+	while (budget--)
+		if (!srnic_req_step(qp))
+			return false;
+	return true;
+}
+
+static bool srnic_qp_has_work(struct srnic_engine_task *task)
+{
+	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
+
+	return !qp->req.rnr_waiting && srnic_wq_has_work(qp, &qp->sq);
+}
+
+static void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on)
+{
+	u32 old, new;
+
+	do {
+		old = READ_ONCE(q->ctrl->flags);
+		/* A queue in error keeps asking for doorbells. */
+		if (!on && (old & SRNIC_QUEUE_ERROR))
+			return;
+		new = on ? old | SRNIC_QUEUE_NEED_WAKEUP :
+			   old & ~SRNIC_QUEUE_NEED_WAKEUP;
+	} while (new != old && cmpxchg(&q->ctrl->flags, old, new) != old);
+}
+
+static bool srnic_qp_prepare_sleep(struct srnic_engine_task *task)
+{
+	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
+
+	srnic_queue_set_need_wakeup(&qp->sq.ring, true);
+	/*
+	 * Flag before the re-read of the producer index; pairs with the
+	 * provider's fence between publishing an index and reading flags.
+	 */
+	smp_mb();
+	return srnic_qp_has_work(task);
+}
+
+static void srnic_qp_woken(struct srnic_engine_task *task)
+{
+	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
+
+	srnic_queue_set_need_wakeup(&qp->sq.ring, false);
+}
+
+const struct srnic_engine_task_ops srnic_qp_task_ops = {
+	.run = srnic_qp_run,
+	.has_work = srnic_qp_has_work,
+	.prepare_sleep = srnic_qp_prepare_sleep,
+	.woken = srnic_qp_woken,
+};
+
+static void srnic_req_rnr_timer(struct timer_list *t)
+{
+	struct srnic_qp *qp = from_timer(qp, t, req.rnr_timer_list);
+
+	srnic_engine_task_schedule(&qp->task);
+}
+
+/**
+ * srnic_rc_init() - requester and responder state of a new QP
+ * @qp: the QP, its rings set up
+ */
+int srnic_rc_init(struct srnic_qp *qp)
+{
+	qp->req.wqe = kmalloc(qp->sq.ring.entry_size, GFP_KERNEL);
+	/* Any responder's receive WQE fits: they are bounded by the ABI. */
+	qp->req.rwqe = kmalloc(SRNIC_MAX_RQ_ENTRY_SIZE, GFP_KERNEL);
+	if (!qp->req.wqe || !qp->req.rwqe) {
+		srnic_rc_cleanup(qp);
+		return -ENOMEM;
+	}
+	timer_setup(&qp->req.rnr_timer_list, srnic_req_rnr_timer, 0);
+	return 0;
+}
+
+/**
+ * srnic_rc_cleanup() - undo srnic_rc_init(), the QP's task stopped
+ * @qp: the QP
+ */
+void srnic_rc_cleanup(struct srnic_qp *qp)
+{
+	if (qp->req.wqe)
+		del_timer_sync(&qp->req.rnr_timer_list);
+	kfree(qp->req.wqe);
+	kfree(qp->req.rwqe);
+	qp->req.wqe = NULL;
+	qp->req.rwqe = NULL;
+}
+
+/**
+ * srnic_rc_resolve_dest() - find out how to reach the QP's destination
+ * @qp: a QP entering RTR, its AV set
+ *
+ * A destination GID owned by an srnic device in the QP's namespace is
+ * served by local delivery (its netdev's ifindex is recorded); any other
+ * by the wire. Context: process, state_lock held.
+ */
+void srnic_rc_resolve_dest(struct srnic_qp *qp)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	const union ib_gid *dgid = &qp->attrs.ah_attr.grh.dgid;
+	struct net *net = read_pnet(&sdev->net);
+
+	qp->req.local_ifindex = srnic_local_gid_ifindex(net, dgid);
+	qp->req.rnr_retries_left = qp->attrs.rnr_retry;
+	qp->req.rnr_waiting = false;
+}
