@@ -652,6 +652,7 @@ void srnic_rc_resolve_dest(struct srnic_qp *qp);
 
 /* srnic_verbs.c: the ib_device_ops table */
 int srnic_udata_check_tail(struct ib_udata *udata, size_t known);
+int srnic_udata_check_reserved_req(struct ib_udata *udata);
 extern const struct ib_device_ops srnic_dev_ops;
 
 #endif /* SRNIC_H */

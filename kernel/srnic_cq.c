@@ -59,7 +59,6 @@ int srnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct srnic_dev *sdev = to_srnic_dev(ibcq->device);
 	struct srnic_cq *cq = to_srnic_cq(ibcq);
 	struct srnic_create_cq_resp resp = {};
-	struct srnic_create_cq_req req = {};
 	u32 num_entries;
 	int id, err;
 
@@ -70,17 +69,9 @@ int srnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (attr->comp_vector >= ibcq->device->num_comp_vectors)
 		return -EINVAL;
 	if (udata) {
-		if (udata->inlen >= sizeof(req)) {
-			err = ib_copy_from_udata(&req, udata, sizeof(req));
-			if (err)
-				return err;
-			if (req.reserved)
-				return -EINVAL;
-		}
-		if (udata->inlen > sizeof(req) &&
-		    !ib_is_udata_cleared(udata, sizeof(req),
-					 udata->inlen - sizeof(req)))
-			return -EOPNOTSUPP;
+		err = srnic_udata_check_reserved_req(udata);
+		if (err)
+			return err;
 	}
 
 	spin_lock_init(&cq->lock);

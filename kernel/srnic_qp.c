@@ -279,25 +279,6 @@ static int srnic_qp_map_rings(struct srnic_qp *qp, struct ib_udata *udata)
 				min_t(size_t, udata->outlen, sizeof(resp)));
 }
 
-static int srnic_qp_check_udata(struct ib_udata *udata)
-{
-	struct srnic_create_qp_req req = {};
-	int err;
-
-	if (udata->inlen >= sizeof(req)) {
-		err = ib_copy_from_udata(&req, udata, sizeof(req));
-		if (err)
-			return err;
-		if (req.reserved)
-			return -EINVAL;
-	}
-	if (udata->inlen > sizeof(req) &&
-	    !ib_is_udata_cleared(udata, sizeof(req),
-				 udata->inlen - sizeof(req)))
-		return -EOPNOTSUPP;
-	return 0;
-}
-
 /**
  * srnic_create_qp() - ib_device_ops.create_qp
  * @ibqp: the QP ib_core allocated
@@ -324,7 +305,7 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		return err;
 	if (udata) {
-		err = srnic_qp_check_udata(udata);
+		err = srnic_udata_check_reserved_req(udata);
 		if (err)
 			return err;
 	}

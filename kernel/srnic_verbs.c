@@ -152,6 +152,31 @@ int srnic_udata_check_tail(struct ib_udata *udata, size_t known)
 	return 0;
 }
 
+/**
+ * srnic_udata_check_reserved_req() - check a request that is one reserved u64
+ * @udata: driver data of create_cq or create_qp (struct srnic_create_cq_req,
+ *	   struct srnic_create_qp_req), possibly shorter or longer
+ *
+ * Return: 0, -EINVAL for a non-zero reserved field, -EOPNOTSUPP for unknown
+ * non-zero trailing bytes, or a copy error.
+ */
+int srnic_udata_check_reserved_req(struct ib_udata *udata)
+{
+	u64 reserved = 0;
+	int err;
+
+	static_assert(sizeof(struct srnic_create_cq_req) == sizeof(reserved));
+	static_assert(sizeof(struct srnic_create_qp_req) == sizeof(reserved));
+	if (udata->inlen >= sizeof(reserved)) {
+		err = ib_copy_from_udata(&reserved, udata, sizeof(reserved));
+		if (err)
+			return err;
+		if (reserved)
+			return -EINVAL;
+	}
+	return srnic_udata_check_tail(udata, sizeof(reserved));
+}
+
 static int srnic_alloc_ucontext(struct ib_ucontext *ibuc,
 				struct ib_udata *udata)
 {

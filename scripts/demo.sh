@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # The main job, run inside the VM by `make run`: load srnic, create two
-# srnic devices on the two ends of a veth pair, and show them.
+# srnic devices on the two ends of a veth pair, show them, move data.
 set -euo pipefail
 
 modprobe srnic
 ip link add srnic-a type veth peer name srnic-b
 ip addr add 198.18.0.1/24 dev srnic-a
 ip addr add 198.18.0.2/24 dev srnic-b
+# ib_core resolves MACs by ARP; between two local addresses Linux drops
+# that as martian unless accept_local is set.
+sysctl -qw net.ipv4.conf.srnic-a.accept_local=1 net.ipv4.conf.srnic-b.accept_local=1
 ip link set srnic-a up
 ip link set srnic-b up
 rdma link add srnic0 type srnic netdev srnic-a
@@ -29,3 +32,14 @@ for dev in srnic0 srnic1; do
 	echo "== ibv_devinfo -v -d $dev"
 	ibv_devinfo -v -d "$dev"
 done
+
+# Move data: RC ping-pong between the two devices, payload checked (-c).
+gid_index() {
+	grep -l "ffff:c612:$2" /sys/class/infiniband/"$1"/ports/1/gids/* | head -n 1 | xargs basename
+}
+echo "== ibv_rc_pingpong srnic0 <-> srnic1, 64 KiB, data checked"
+ibv_rc_pingpong -d srnic0 -g "$(gid_index srnic0 0001)" -s 65536 -n 100 -c > /dev/null &
+server=$!
+sleep 1
+ibv_rc_pingpong -d srnic1 -g "$(gid_index srnic1 0002)" -s 65536 -n 100 -c 127.0.0.1
+wait "$server"

@@ -267,7 +267,8 @@ def test_rmmod_with_device_open(srnic, veth):
 
 
 def test_demo_shows_two_active_devices_with_gids(srnic):
-    """What `make run` prints: both devices ACTIVE with RoCE v2 GIDs."""
+    """What `make run` prints: both devices ACTIVE with RoCE v2 GIDs, and
+    data moved between them."""
     try:
         out = run("scripts/demo.sh", timeout=120).stdout
     finally:
@@ -280,6 +281,8 @@ def test_demo_shows_two_active_devices_with_gids(srnic):
     assert "::ffff:198.18.0.1, RoCE v2" in out
     assert "::ffff:198.18.0.2, RoCE v2" in out
     assert out.count("PORT_ACTIVE (4)") == 2
+    # ... and moves data between them, checked by ibv_rc_pingpong -c.
+    assert "6553600 bytes in" in out and "100 iters in" in out, out
 
 
 def engine_threads(link):

@@ -299,7 +299,8 @@ def test_recv_overflow(env):
 def test_send_overflow(env):
     qp = env.qp(max_send_wr=4)
     _, init = qp.query(e.IBV_QP_CAP)
-    env.walk(qp, RTS)
+    # In SQD posts are accepted but the engine starts none: the ring fills.
+    env.walk(qp, SQD)
     for i in range(init.cap.max_send_wr):
         qp.post_send(send_wr(i, flags=e.IBV_SEND_SIGNALED))
     expect_errno(errno.ENOMEM, qp.post_send, send_wr(99))
@@ -335,14 +336,14 @@ def test_error_state_flushes(env):
     """WRs posted before and after the move to ERR complete with
     IBV_WC_WR_FLUSH_ERR, unsignaled sends included, in order."""
     qp = env.qp(max_send_wr=8, max_recv_wr=8)
-    env.walk(qp, RTS)
+    env.walk(qp, SQD)
     for i in range(3):
         qp.post_recv(recv_wr(100 + i))
     qp.post_send(send_wr(1, flags=e.IBV_SEND_SIGNALED))
     qp.post_send(send_wr(2, opcode=e.IBV_WR_RDMA_WRITE))
     qp.post_send(send_wr(3, opcode=e.IBV_WR_RDMA_READ,
                          flags=e.IBV_SEND_SIGNALED))
-    assert env.drain() == []  # nothing moves without the engine
+    assert env.drain() == []  # SQD: the engine starts no new WQE
 
     env.move(qp, ERR)
     wcs = env.drain()
