@@ -34,6 +34,9 @@
 #define SRNIC_VENDOR_ID 0xfffffe
 #define SRNIC_VENDOR_PART_ID 0x5352	/* "SR" */
 
+/* Largest message: IBTA's 2^31 bytes (port max_msg_sz). */
+#define SRNIC_MAX_MSG_SIZE BIT(31)
+
 /* Limits reported by query_device/query_port for what is implemented. */
 #define SRNIC_MAX_PD BIT(16)
 #define SRNIC_MAX_UCONTEXT 1024

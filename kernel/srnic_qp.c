@@ -218,12 +218,19 @@ static void srnic_wq_discard(struct srnic_qp *qp, struct srnic_wq *wq)
 }
 
 /*
- * A doorbell, or new kernel WQEs: the QP's engine task processes the SQ
- * (and, in the error state, flushes both queues).
+ * A doorbell, or new kernel WQEs. In the error state the WQEs are flushed
+ * right here, so they have completed when the post returns (as before the
+ * engine existed, and as the tests rely on); otherwise the QP's engine task
+ * processes the SQ.
  */
 static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 {
-	srnic_engine_task_schedule(&qp->task);
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state == IB_QPS_ERR || (is_sq && state == IB_QPS_SQE))
+		srnic_wq_flush(qp, is_sq ? &qp->sq : &qp->rq, is_sq);
+	else
+		srnic_engine_task_schedule(&qp->task);
 }
 
 /* ---- QPN table -------------------------------------------------------- */

@@ -33,9 +33,6 @@ static const u32 srnic_rnr_timer_usecs[32] = {
 
 #define SRNIC_RNR_RETRY_INFINITE 7
 
-/* Largest message: IBTA's 2^31 bytes. */
-#define SRNIC_MAX_MSG_SIZE BIT(31)
-
 /* The outcome of executing one WQE. */
 enum srnic_exec {
 	SRNIC_EXEC_DONE,	/* complete the WQE with @status */

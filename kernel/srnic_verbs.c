@@ -70,7 +70,7 @@ static int srnic_query_port(struct ib_device *ibdev, u32 port_num,
 	attr->active_mtu = READ_ONCE(sdev->port.active_mtu);
 	attr->gid_tbl_len = SRNIC_GID_TABLE_LEN;
 	attr->port_cap_flags = IB_PORT_CM_SUP;
-	attr->max_msg_sz = 0;	/* no messages until the data path exists */
+	attr->max_msg_sz = SRNIC_MAX_MSG_SIZE;
 	attr->pkey_tbl_len = SRNIC_PKEY_TABLE_LEN;
 	attr->max_vl_num = 1;
 	attr->lid = 0;

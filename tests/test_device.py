@@ -56,6 +56,7 @@ def test_device_shown_by_tools(srnic, veth):
     assert devinfo_field(info, "sys_image_guid") == guid
     assert devinfo_field(info, "vendor_id") == "0xfffffe"
     assert devinfo_field(info, "fw_ver") == "1.0.0"
+    assert devinfo_field(info, "max_msg_sz") == "0x80000000"
     # Honest limits: only what is implemented is claimed.
     for field in ("max_pd", "max_mr", "max_qp", "max_cq", "max_cqe",
                   "max_qp_wr", "max_sge"):
@@ -282,7 +283,7 @@ def test_demo_shows_two_active_devices_with_gids(srnic):
     assert "::ffff:198.18.0.2, RoCE v2" in out
     assert out.count("PORT_ACTIVE (4)") == 2
     # ... and moves data between them, checked by ibv_rc_pingpong -c.
-    assert "6553600 bytes in" in out and "100 iters in" in out, out
+    assert "13107200 bytes in" in out and "100 iters in" in out, out
 
 
 def engine_threads(link):
