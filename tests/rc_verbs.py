@@ -47,13 +47,14 @@ def status_name(status):
 
 def comp_channel_fd(make):
     """Create a completion channel with make() and find its fd (pyverbs
-    does not expose it): the one new anon inode fd."""
+    does not expose it): the one fd that creating it added."""
     before = set(os.listdir("/proc/self/fd"))
     channel = make()
-    new = [int(fd) for fd in set(os.listdir("/proc/self/fd")) - before
-           if "infinibandevent" in _readlink(f"/proc/self/fd/{fd}")]
+    new = {int(fd): _readlink(f"/proc/self/fd/{fd}")
+           for fd in set(os.listdir("/proc/self/fd")) - before}
+    new = {fd: link for fd, link in new.items() if link}
     assert len(new) == 1, f"completion channel fd not found: {new}"
-    return channel, new[0]
+    return channel, next(iter(new))
 
 
 def _readlink(path):
@@ -61,6 +62,17 @@ def _readlink(path):
         return os.readlink(path)
     except OSError:
         return ""
+
+
+# Every context opened here, closed by close_all() after each test even when
+# a constructor failed half-way: a device cannot be deleted (rdma link
+# delete blocks) while a user context on it is open.
+OPEN_CONTEXTS = []
+
+
+def close_all():
+    while OPEN_CONTEXTS:
+        OPEN_CONTEXTS.pop().close()
 
 
 class Side:
@@ -71,6 +83,7 @@ class Side:
                  cq_depth=512, channel=False):
         self.end = end
         self.ctx = Context(name=end.name)
+        OPEN_CONTEXTS.append(self.ctx)
         self.dev_attr = self.ctx.query_device()
         self.port_attr = self.ctx.query_port(1)
         self.pd = PD(self.ctx)
@@ -229,17 +242,20 @@ def sge(mr, offset=0, length=None):
 
 def send_wr(wr_id, opcode, sgl, flags=e.IBV_SEND_SIGNALED, imm=0,
             remote=None):
-    """A SendWR; remote=(mr, offset) for RDMA opcodes (or (addr, rkey))."""
-    wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=len(sgl), sg=sgl or None,
-                send_flags=flags, imm_data=imm)
+    """A SendWR; remote=(mr, offset): the target of an RDMA opcode."""
+    # pyverbs refuses a WR without SGEs: build it with one, then drop it.
+    wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=max(1, len(sgl)),
+                sg=list(sgl) or [SGE(0, 0, 0)], send_flags=flags,
+                imm_data=imm)
+    wr.num_sge = len(sgl)
     if remote is not None:
         target, offset = remote
-        if isinstance(target, MR):
-            wr.set_wr_rdma(target.rkey, target.buf + offset)
-        else:
-            wr.set_wr_rdma(offset, target)  # (addr, rkey)
+        wr.set_wr_rdma(target.rkey, target.buf + offset)
     return wr
 
 
 def recv_wr(wr_id, sgl):
-    return RecvWR(wr_id=wr_id, num_sge=len(sgl), sg=sgl or None)
+    wr = RecvWR(wr_id=wr_id, num_sge=max(1, len(sgl)),
+                sg=list(sgl) or [SGE(0, 0, 0)])
+    wr.num_sge = len(sgl)
+    return wr

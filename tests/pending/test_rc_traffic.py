@@ -16,9 +16,9 @@ pytest.importorskip("pyverbs")
 import pyverbs.enums as e  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
-from rc_verbs import (ERR, INIT, RESET, RTR, RTS, RCPair, recv_wr,  # noqa
-                      send_wr, sge, status_name)
-from topology import topology  # noqa: E402,F401 (fixture)
+from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402
+                      RCPair, close_all, recv_wr, send_wr, sge, status_name)
+from topology import KIND, topology  # noqa: E402,F401 (fixture)
 
 SIGNALED = e.IBV_SEND_SIGNALED
 SIZES = [1, 63, 1024, 4097, 65536 + 3, 1 << 20]
@@ -27,6 +27,12 @@ rng = random.Random(0x5eed)
 
 def payload(n):
     return rng.randbytes(n)
+
+
+@pytest.fixture(autouse=True)
+def close_contexts():
+    yield
+    close_all()
 
 
 @pytest.fixture
@@ -243,18 +249,21 @@ def test_read_multi_sge(rc):
     assert gather(dst) == data
 
 
-def test_recv_too_small_is_local_length_error(rc):
-    """A SEND larger than the posted receive: IBV_WC_LOC_LEN_ERR at the
-    responder, an error at the requester."""
+def test_recv_too_small(rc):
+    """A SEND larger than the posted receive: the receive completes in
+    error (IBTA: local length error; rxe 6.1 reports a local QP operation
+    error), the requester gets IBV_WC_REM_INV_REQ_ERR."""
     a, b = rc.a, rc.b
     src, dst = a.mr(4096), b.mr(4096)
     b.qp.post_recv(recv_wr(24, [sge(dst, 0, 100)]))
     a.qp.post_send(send_wr(25, e.IBV_WR_SEND, [sge(src)]))
     wc = b.poll()[0]
-    assert wc.wr_id == 24 and wc.status == e.IBV_WC_LOC_LEN_ERR, \
+    assert wc.wr_id == 24
+    assert wc.status in (e.IBV_WC_LOC_LEN_ERR, e.IBV_WC_LOC_QP_OP_ERR), \
         status_name(wc.status)
     wc = a.poll()[0]
-    assert wc.wr_id == 25 and wc.status != e.IBV_WC_SUCCESS
+    assert wc.wr_id == 25
+    assert wc.status == e.IBV_WC_REM_INV_REQ_ERR, status_name(wc.status)
 
 
 # ---- inline ------------------------------------------------------------------
@@ -495,10 +504,24 @@ def test_error_state_flushes_outstanding(topology):
         assert recvs == [(500 + i, flush) for i in range(3)], \
             [(i, status_name(s)) for i, s in flushed]
         # Posting in the error state completes with a flush too.
-        a.qp.post_recv(recv_wr(510, [sge(a.mr(64))]))
         a.qp.post_send(send_wr(610, e.IBV_WR_SEND, [sge(src)]))
-        got = sorted((w.wr_id, w.status) for w in a.poll(2))
-        assert got == [(510, flush), (610, flush)]
+        assert [(w.wr_id, w.status) for w in a.poll(1)] == [(610, flush)]
+    finally:
+        p.close()
+
+
+@pytest.mark.xfail(KIND == "rxe", strict=True,
+                   reason="rxe 6.1 flushes a receive posted in the error "
+                   "state only when its responder next runs")
+def test_recv_posted_in_error_state_flushes(topology):
+    p = RCPair(topology)
+    try:
+        p.connect()
+        a = p.a
+        p.move(a, ERR)
+        a.qp.post_recv(recv_wr(520, [sge(a.mr(64))]))
+        wc = a.poll(1, timeout=min(5, WC_TIMEOUT))[0]
+        assert (wc.wr_id, wc.status) == (520, e.IBV_WC_WR_FLUSH_ERR)
     finally:
         p.close()
 
