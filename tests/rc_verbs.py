@@ -47,14 +47,20 @@ def status_name(status):
 
 def comp_channel_fd(make):
     """Create a completion channel with make() and find its fd (pyverbs
-    does not expose it): the one fd that creating it added."""
-    before = set(os.listdir("/proc/self/fd"))
+    does not expose it): the one anon inode fd that creating it added.
+    (Links are compared, not numbers: listing /proc/self/fd holds an fd
+    of its own, whose number the channel may take next.)"""
+    before = _fd_links()
     channel = make()
-    new = {int(fd): _readlink(f"/proc/self/fd/{fd}")
-           for fd in set(os.listdir("/proc/self/fd")) - before}
-    new = {fd: link for fd, link in new.items() if link}
+    new = [fd for fd, link in _fd_links().items()
+           if link.startswith("anon_inode:") and before.get(fd) != link]
     assert len(new) == 1, f"completion channel fd not found: {new}"
-    return channel, next(iter(new))
+    return channel, new[0]
+
+
+def _fd_links():
+    return {int(fd): _readlink(f"/proc/self/fd/{fd}")
+            for fd in os.listdir("/proc/self/fd")}
 
 
 def _readlink(path):
