@@ -166,7 +166,7 @@ def strace_argv(path, argv):
 
 
 @pytest.mark.parametrize("tool", ["ib_write_bw", "ib_send_bw"])
-def test_syscalls_per_post(topology, tool, tmp_path, record_property):
+def test_syscalls_per_post(topology, tool, tmp_path):
     """Syscalls per post in steady state, from two runs of N1 and N2 posts
     at each end (the client posts the sends or writes, for ib_send_bw the
     server posts as many receives)."""
@@ -188,8 +188,6 @@ def test_syscalls_per_post(topology, tool, tmp_path, record_property):
               f"syscalls/post, server {per_post_server:.3f} "
               f"syscalls/post (totals {calls})")
     print(report)
-    record_property("syscalls_per_post_client", per_post_client)
-    record_property("syscalls_per_post_server", per_post_server)
     results = os.environ.get("SRNIC_RESULTS")
     if results and os.path.isdir(results):
         with open(os.path.join(results, "rc-syscalls-per-post.txt"),
