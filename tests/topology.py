@@ -41,6 +41,14 @@ if KIND not in ("srnic", "rxe"):
 TOPOLOGIES = ("one-device", "veth-one-netns", "veth-two-netns",
               "srnic-to-rxe", "rxe-to-srnic")
 
+# SRNIC_TEST_TOPOLOGIES=one-device,srnic-to-rxe runs a subset.
+SELECTED = [t for t in os.environ.get("SRNIC_TEST_TOPOLOGIES", "").split(",")
+            if t]
+for _t in SELECTED:
+    if _t not in TOPOLOGIES:
+        raise pytest.UsageError(
+            f"SRNIC_TEST_TOPOLOGIES: {_t!r} is none of {TOPOLOGIES}")
+
 RXE_SKIP = {
     "veth-one-netns": "rxe: two rxe devices in one netns cannot exchange "
                       "traffic (the route between their addresses is lo)",
@@ -196,7 +204,8 @@ def teardown(topo, veth):
     veth.close()
 
 
-@pytest.fixture(scope="module", params=TOPOLOGIES)
+@pytest.fixture(scope="module",
+                params=[t for t in TOPOLOGIES if not SELECTED or t in SELECTED])
 def topology(request):
     """A built topology of the kind under test, one per module and param."""
     topo, veth = build(request.param)
