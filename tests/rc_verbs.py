@@ -18,6 +18,7 @@ from pyverbs.cq import CQ, CompChannel
 from pyverbs.device import Context
 from pyverbs.mr import MR
 from pyverbs.pd import PD
+from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
@@ -222,7 +223,14 @@ class RCPair:
             mask = RTS_MASK
         else:
             mask = e.IBV_QP_STATE
-        side.qp.modify(a, mask)
+        try:
+            side.qp.modify(a, mask)
+        except PyverbsRDMAError as ex:
+            name = {INIT: "INIT", RTR: "RTR", RTS: "RTS", ERR: "ERR",
+                    RESET: "RESET"}.get(state, state)
+            raise AssertionError(
+                f"{side.end.name}: modify QP {side.qp.qp_num} to {name} "
+                f"(peer {peer.end.name} {peer.end.addr}): {ex}") from ex
 
     def connect(self, rnr_retry=7, min_rnr_timer=1, a_rnr_retry=None):
         """Both QPs to RTS. a_rnr_retry overrides side a's rnr_retry."""
