@@ -22,7 +22,7 @@ from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
-WC_TIMEOUT = float(os.environ.get("SRNIC_TEST_WC_TIMEOUT", "20"))
+WC_TIMEOUT = float(os.environ.get("SRNIC_TEST_WC_TIMEOUT", "10"))
 
 RESET, INIT, RTR, RTS, SQD, SQE, ERR = (
     e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS,
