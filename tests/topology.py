@@ -15,9 +15,12 @@ IPv4 GID, and the namespace its netdev lives in:
   rxe-to-srnic     the same, ends swapped (rxe is the requester / client)
 
 rxe binds UDP 4791 in init_net only, so for the rxe kind only one-device
-works: two rxe devices in one netns send each other's traffic through lo
-and nothing arrives; an rxe device in another netns sends from init_net's
-socket. Those variants are skipped with the reason. An srnic device in
+works. Seen on 6.1 in the VM: with two rxe devices on the two ends of a
+veth pair in one netns, ib_write_bw's client fails after the exchange (the
+route between the two local addresses is lo); an rxe device can be created
+in another netns (`ip netns exec NS rdma link add ...` succeeds, port
+ACTIVE), but ib_write_bw between it and an rxe device in init_net times out
+after the exchange. Those variants are skipped with the reason. An srnic device in
 init_net cannot coexist with a loaded rdma_rxe (both want UDP 4791 there),
 so rdma_rxe is unloaded for the srnic topologies that have one, and the
 interop topologies keep srnic in a netns.
@@ -52,8 +55,8 @@ for _t in SELECTED:
 RXE_SKIP = {
     "veth-one-netns": "rxe: two rxe devices in one netns cannot exchange "
                       "traffic (the route between their addresses is lo)",
-    "veth-two-netns": "rxe: binds UDP 4791 in init_net only, an rxe device "
-                      "in another netns cannot do RC (6.1 and 6.12)",
+    "veth-two-netns": "rxe: binds UDP 4791 in init_net only; an rxe device "
+                      "created in another netns does no RC (6.1 and 6.12)",
     "srnic-to-rxe": "interop topology: needs srnic (kind is rxe)",
     "rxe-to-srnic": "interop topology: needs srnic (kind is rxe)",
 }
