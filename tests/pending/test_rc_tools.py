@@ -78,7 +78,9 @@ def listening(pid, port):
 def run_pair(topo, server_argv, client_argv, port, tmp_path, tag):
     """Server on end a, client on end b (to a's address); both exit 0."""
     a, b = topo.a, topo.b
-    server = Proc(a.cmd(*server_argv), tmp_path / f"{tag}-server.log")
+    # Line-buffered: a tool killed at the timeout still shows how far it got.
+    server = Proc(a.cmd("stdbuf", "-oL", *server_argv),
+                  tmp_path / f"{tag}-server.log")
     deadline = time.monotonic() + TOOL_TIMEOUT
     client = None
     try:
@@ -91,7 +93,7 @@ def run_pair(topo, server_argv, client_argv, port, tmp_path, tag):
                 raise AssertionError(f"{tag}: server not listening after "
                                      f"{TOOL_TIMEOUT}s:\n{server.output()}")
             time.sleep(0.05)
-        client = Proc(b.cmd(*client_argv, a.addr),
+        client = Proc(b.cmd("stdbuf", "-oL", *client_argv, a.addr),
                       tmp_path / f"{tag}-client.log")
         crc = client.wait(deadline - time.monotonic())
         src = server.wait(deadline - time.monotonic() + 5)
