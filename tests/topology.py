@@ -155,6 +155,12 @@ def build(topo_id, kind=KIND):
         elif topo_id == "veth-one-netns":
             unload_rxe()
             load_srnic()
+            # ib_core resolves the peer's MAC by ARP between two local
+            # addresses, which Linux drops as martian without accept_local
+            # (srnic's README; without it the move to RTR fails, ETIMEDOUT).
+            harness.run("sysctl", "-qw",
+                        f"net.ipv4.conf.{veth.a}.accept_local=1",
+                        f"net.ipv4.conf.{veth.b}.accept_local=1")
             harness.run("ip", "addr", "add", f"{net}.1/24", "dev", veth.a)
             harness.run("ip", "addr", "add", f"{net}.2/24", "dev", veth.b)
             a = End("srnic0", kind, veth.a, f"{net}.1")
