@@ -163,6 +163,25 @@ def strace_calls(path):
     return int(total[-1].split()[3])
 
 
+def strace_table(path):
+    """{syscall: calls} of an `strace -c` summary."""
+    table = {}
+    with open(path) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 5 and fields[3].isdigit() and \
+                    fields[-1] != "total":
+                table[fields[-1]] = int(fields[3])
+    return table
+
+
+def growth(before, after):
+    """The syscalls whose counts grew most between two summaries."""
+    grown = {k: after[k] - before.get(k, 0) for k in after}
+    top = sorted(grown.items(), key=lambda kv: -kv[1])[:3]
+    return ", ".join(f"{k} +{v}" for k, v in top if v > 0) or "none"
+
+
 def strace_argv(path, argv):
     return ["strace", "-f", "-c", "-o", str(path)] + argv
 
@@ -173,7 +192,7 @@ def test_syscalls_per_post(topology, tool, tmp_path):
     at each end (the client posts the sends or writes, for ib_send_bw the
     server posts as many receives)."""
     n1, n2 = 200, 2200
-    calls = {}
+    calls, tables = {}, {}
     for n in (n1, n2):
         port = next(ports)
         s_trace, c_trace = tmp_path / f"s{n}", tmp_path / f"c{n}"
@@ -184,11 +203,14 @@ def test_syscalls_per_post(topology, tool, tmp_path):
                                                     port)),
                  port, tmp_path, f"strace-{tool}-{n}")
         calls[n] = (strace_calls(s_trace), strace_calls(c_trace))
+        tables[n] = (strace_table(s_trace), strace_table(c_trace))
     per_post_client = (calls[n2][1] - calls[n1][1]) / (n2 - n1)
     per_post_server = (calls[n2][0] - calls[n1][0]) / (n2 - n1)
     report = (f"{KIND} {topology.id} {tool}: client {per_post_client:.3f} "
               f"syscalls/post, server {per_post_server:.3f} "
-              f"syscalls/post (totals {calls})")
+              f"syscalls/post (totals {calls}; grown: client "
+              f"{growth(tables[n1][1], tables[n2][1])}, server "
+              f"{growth(tables[n1][0], tables[n2][0])})")
     print(report)
     results = os.environ.get("SRNIC_RESULTS")
     if results and os.path.isdir(results):
