@@ -3,6 +3,12 @@
 # Run pytest suites inside the VM, one VM boot per suite, and print one
 # summary line over all of them. Usage: scripts/run-vm-suites.sh tests/test_X.py...
 # Extra pytest arguments may be given in SRNIC_PYTEST_ARGS (e.g. "-k rename").
+# These variables, when set, pass through into the VM: SRNIC_TEST_DEVICE_KIND
+# (srnic or rxe: the device kind the RC suites in tests/pending/ test),
+# SRNIC_TEST_WC_TIMEOUT and SRNIC_TEST_TOOL_TIMEOUT (their waits, seconds),
+# SRNIC_TEST_TOPOLOGIES (comma-separated subset of tests/topology.py's) and
+# PYTEST_ADDOPTS (pytest's own, split like a shell: -k 'a or b' works there).
+# SRNIC_VM_SUITE_TIMEOUT bounds each suite's VM (seconds, default 900).
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
@@ -11,13 +17,21 @@ results=$REPO/build/vm/results
 mkdir -p "$results"
 
 failed_suites=()
+pass_env=()
+for var in SRNIC_TEST_DEVICE_KIND SRNIC_TEST_WC_TIMEOUT SRNIC_TEST_TOOL_TIMEOUT \
+	SRNIC_TEST_TOPOLOGIES PYTEST_ADDOPTS; do
+	if [ -n "${!var:-}" ]; then
+		pass_env+=(--env "$var=${!var}")
+	fi
+done
 for suite in "$@"; do
 	name=$(basename "$suite" .py)
 	junit=$results/$name.xml
 	rm -f "$junit"
 	echo "=== VM suite $suite"
 	# shellcheck disable=SC2086 # SRNIC_PYTEST_ARGS is a word list
-	if ! scripts/vm-run --timeout 900 --env PYTHONUNBUFFERED=1 --results "$results" \
+	if ! scripts/vm-run --timeout "${SRNIC_VM_SUITE_TIMEOUT:-900}" --env PYTHONUNBUFFERED=1 \
+		${pass_env[@]+"${pass_env[@]}"} --results "$results" \
 		--log "$REPO/build/vm/$name.console.log" -- \
 		/usr/bin/python3 -m pytest -v -rs --junitxml="$junit" ${SRNIC_PYTEST_ARGS:-} "$suite"; then
 		failed_suites+=("$suite")
