@@ -23,18 +23,22 @@
 
 #include "srnic.h"
 
-/* Shared-ring flags each state implies for the SQ and the RQ. */
+/*
+ * Shared-ring flags each state implies for the SQ and the RQ. Receive WQEs
+ * are consumed when messages arrive, never by a doorbell, so posting them
+ * needs no syscall, except in the error state, where the doorbell flushes
+ * them.
+ */
 static const struct {
 	u32 sq_flags;
 	u32 rq_flags;
 } srnic_qp_state_flags[] = {
 	[IB_QPS_RESET] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
-	[IB_QPS_INIT] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
-	[IB_QPS_RTR] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
-	[IB_QPS_RTS] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
-	[IB_QPS_SQD] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
-	[IB_QPS_SQE] = { SRNIC_QUEUE_NEED_WAKEUP | SRNIC_QUEUE_ERROR,
-			 SRNIC_QUEUE_NEED_WAKEUP },
+	[IB_QPS_INIT] = { SRNIC_QUEUE_NEED_WAKEUP, 0 },
+	[IB_QPS_RTR] = { SRNIC_QUEUE_NEED_WAKEUP, 0 },
+	[IB_QPS_RTS] = { SRNIC_QUEUE_NEED_WAKEUP, 0 },
+	[IB_QPS_SQD] = { SRNIC_QUEUE_NEED_WAKEUP, 0 },
+	[IB_QPS_SQE] = { SRNIC_QUEUE_NEED_WAKEUP | SRNIC_QUEUE_ERROR, 0 },
 	[IB_QPS_ERR] = { SRNIC_QUEUE_NEED_WAKEUP | SRNIC_QUEUE_ERROR,
 			 SRNIC_QUEUE_NEED_WAKEUP | SRNIC_QUEUE_ERROR },
 };
