@@ -4,8 +4,8 @@ IBTA state machine (every transition, legal or not), query_qp, the post
 checks the provider makes on its mapped rings (state, SGEs, inline size,
 full rings), and flushing with IBV_WC_WR_FLUSH_ERR in the error state.
 
-No data moves yet (the NIC engine is not written): posted WQEs stay in the
-rings until the QP enters the error state.
+Tests that need posted WQEs to stay in the rings post in SQD, where the
+NIC engine starts no new WQE; traffic itself is tests/test_rc_local.py's.
 """
 import errno
 import itertools
@@ -22,9 +22,10 @@ from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
 from pyverbs.wr import SGE, RecvWR, SendWR  # noqa: E402
 
-RESET, INIT, RTR, RTS, SQD, SQE, ERR = (
-    e.IBV_QPS_RESET, e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS,
-    e.IBV_QPS_SQD, e.IBV_QPS_SQE, e.IBV_QPS_ERR)
+from rc_verbs import (  # noqa: E402
+    ACCESS_ALL as ACCESS, ERR, INIT, INIT_MASK, RESET, RTR, RTR_MASK, RTS,
+    RTS_MASK, SQD, SQE)
+
 STATES = (RESET, INIT, RTR, RTS, SQD, SQE, ERR)
 
 # The RC transitions ib_modify_qp_is_ok() allows a consumer (IBTA's, less
@@ -37,16 +38,6 @@ LEGAL = {
     (SQD, RESET), (SQD, RTS), (SQD, SQD), (SQD, ERR),
     (ERR, RESET), (ERR, ERR),
 }
-
-ACCESS = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
-          e.IBV_ACCESS_REMOTE_READ)
-INIT_MASK = (e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
-             e.IBV_QP_ACCESS_FLAGS)
-RTR_MASK = (e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
-            e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN |
-            e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
-RTS_MASK = (e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT |
-            e.IBV_QP_RNR_RETRY | e.IBV_QP_SQ_PSN | e.IBV_QP_MAX_QP_RD_ATOMIC)
 
 
 class Env:
