@@ -96,7 +96,19 @@ enum srnic_counter {
 	SRNIC_CNT_RX_DROP_BAD_PKEY,	/* P_Key not the default */
 	SRNIC_CNT_RX_DROP_BAD_ICRC,	/* invariant CRC mismatch */
 	SRNIC_CNT_RX_DROP_NO_QP,	/* destination QP does not exist */
+	SRNIC_CNT_RX_DROP_BAD_QP,	/* QP type, state or peer address */
+	SRNIC_CNT_RX_DROP_QUEUE_FULL,	/* the QP's receive backlog is full */
+	SRNIC_CNT_RX_DROP_UNEXPECTED,	/* stale or bogus response, dropped */
+	SRNIC_CNT_RX_DUPLICATE,		/* duplicate requests answered */
+	SRNIC_CNT_RX_OUT_OF_SEQUENCE,	/* requests ahead of the expected PSN */
 	SRNIC_CNT_TX_PACKETS,		/* packets handed to the IP layer */
+	SRNIC_CNT_TX_ERRORS,		/* packets the IP layer refused */
+	SRNIC_CNT_TX_NAK_SEQ,		/* PSN sequence error NAKs sent */
+	SRNIC_CNT_TX_NAK_RNR,		/* RNR NAKs sent */
+	SRNIC_CNT_TX_NAK_OTHER,		/* invalid request/access/op NAKs */
+	SRNIC_CNT_RETRANSMITS,		/* requests sent again (go-back-N) */
+	SRNIC_CNT_TIMEOUTS,		/* local ACK timeouts */
+	SRNIC_CNT_RNR_NAKS_RECEIVED,	/* RNR NAKs the requester received */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -424,8 +436,32 @@ struct srnic_sgl {
 };
 
 /**
- * struct srnic_req - the requester's state (srnic_rc.c), owned by the
- * QP's engine task
+ * struct srnic_req_wqe - the requester's record of one send WQE it took
+ * from the SQ for the wire, kept until the WQE completes (srnic_req.c)
+ * @wr_id: the WQE's, for its completion
+ * @len: message length
+ * @first_psn: PSN of its first packet
+ * @last_psn: PSN of its last packet; for a READ, of its last response
+ * @opcode: IB_WR_* opcode
+ * @flags: SRNIC_WQE_* flags
+ * @status: IB_WC_SUCCESS, or the local error it completes with when its
+ *	    turn comes (it is then never sent)
+ * @read_done: a READ's last response arrived
+ */
+struct srnic_req_wqe {
+	u64 wr_id;
+	u64 len;
+	u32 first_psn;
+	u32 last_psn;
+	u8 opcode;
+	u8 flags;
+	u8 status;
+	bool read_done;
+};
+
+/**
+ * struct srnic_req - the requester's state (srnic_rc.c, srnic_req.c),
+ * owned by the QP's engine task
  * @wqe: snapshot of the send WQE being executed (an SQ entry's size)
  * @index: SQ index @wqe was taken from
  * @sgl: the requester's side of the message
@@ -439,6 +475,28 @@ struct srnic_sgl {
  * @rnr_until: jiffies
  * @rnr_timer_list: reschedules the task at @rnr_until
  * @fatal: a completion was lost (CQ overrun): go to the error state
+ *
+ * Over the wire, the WQEs between the SQ's consumer index and @next_index
+ * are outstanding (sent or being sent), oldest first:
+ * @wqes: one record per SQ slot
+ * @next_index: SQ index of the next WQE to take
+ * @send_index: SQ index of the WQE whose packets go out next
+ * @send_psn: PSN of the next packet of @send_index to send
+ * @next_psn: first PSN of the next WQE taken
+ * @una_psn: oldest PSN not acknowledged
+ * @reads: READs outstanding
+ * @read_sgl: local SGL of the oldest outstanding READ, which its responses
+ *	      fill; valid while @read_sgl_index is that READ's SQ index + 1
+ * @read_sgl_index: see @read_sgl; 0 when unset
+ * @read_psn: PSN of the next response the oldest READ expects
+ * @read_offset: its byte offset in the READ's message
+ * @sgl_index: SQ index + 1 of the WQE whose snapshot is in @wqe and whose
+ *	       local SGL is in @sgl, for sending; 0 when unset
+ * @retries_left: transport retries left before IB_WC_RETRY_EXC_ERR
+ * @timer: local ACK timeout
+ * @timed_out: @timer fired; the task retransmits
+ * @went_back: already went back for a gap in READ responses; set until
+ *	       progress is made, so one gap causes one retransmission
  */
 struct srnic_req {
 	struct srnic_send_wqe *wqe;
@@ -453,6 +511,98 @@ struct srnic_req {
 	unsigned long rnr_until;
 	struct timer_list rnr_timer_list;
 	bool fatal;
+
+	struct srnic_req_wqe *wqes;
+	u32 next_index;
+	u32 send_index;
+	u32 send_psn;
+	u32 next_psn;
+	u32 una_psn;
+	unsigned int reads;
+	struct srnic_sgl read_sgl;
+	u32 read_sgl_index;
+	u32 read_psn;
+	u64 read_offset;
+	u32 sgl_index;
+	u8 retries_left;
+	struct timer_list timer;
+	bool timed_out;
+	bool went_back;
+};
+
+/* What the responder is in the middle of receiving. */
+enum srnic_resp_msg {
+	SRNIC_RESP_IDLE,
+	SRNIC_RESP_SEND,
+	SRNIC_RESP_WRITE,
+};
+
+/**
+ * struct srnic_resp - the wire responder's state (srnic_resp.c), owned by
+ * the QP's engine task
+ * @epsn: next PSN expected
+ * @msn: messages completed, for AETHs
+ * @nak_seq_sent: a PSN sequence error NAK went out for @epsn; no more
+ *		  until it arrives
+ * @ack_pending: an ACK of @epsn - 1 is owed (coalesced per batch)
+ * @msg: the message being received
+ * @rwqe: its receive WQE (SEND, WRITE with immediate)
+ * @have_rwqe: @rwqe holds a WQE taken from the RQ for the current message
+ * @sgl: @rwqe's scatter list (SEND)
+ * @offset: payload bytes of the current message received so far
+ * @write_mr: the MR a WRITE goes to, referenced
+ * @write_va: address of the WRITE's next byte
+ * @write_len: bytes the WRITE's RETH announced
+ * @read_mr: the MR a READ response comes from, referenced
+ * @read_va: address of the next response byte
+ * @read_left: response bytes still to send
+ * @read_psn: PSN of the next response packet
+ * @read_last_psn: PSN of the last response packet
+ * @read_first: the next response packet is the first
+ * @reading: READ response packets remain to be sent
+ */
+struct srnic_resp {
+	u32 epsn;
+	u32 msn;
+	bool nak_seq_sent;
+	bool ack_pending;
+	enum srnic_resp_msg msg;
+	struct srnic_recv_wqe *rwqe;
+	bool have_rwqe;
+	struct srnic_sgl sgl;
+	u64 offset;
+	struct srnic_mr *write_mr;
+	u64 write_va;
+	u32 write_len;
+	struct srnic_mr *read_mr;
+	u64 read_va;
+	u32 read_left;
+	u32 read_psn;
+	u32 read_last_psn;
+	bool read_first;
+	bool reading;
+};
+
+/**
+ * struct srnic_path - where a QP's (or an AH's) packets go
+ * @ipv6: IPv6 rather than IPv4 (from the GID types)
+ * @saddr: source address (the source GID's)
+ * @daddr: destination address (the destination GID's)
+ * @traffic_class: IPv4 TOS or IPv6 traffic class
+ * @hop_limit: IPv4 TTL or IPv6 hop limit
+ * @flow_label: IPv6 flow label
+ * @sport: UDP source port (per QP pair, for ECMP entropy)
+ */
+struct srnic_path {
+	bool ipv6;
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} saddr, daddr;
+	u8 traffic_class;
+	u8 hop_limit;
+	u32 flow_label;
+	__be16 sport;
 };
 
 /**
@@ -469,6 +619,9 @@ struct srnic_req {
  * @released: completed when @ref drops to zero
  * @task: the QP's work in its NIC engine
  * @req: requester state, used only by @task
+ * @resp: wire responder state, used only by @task
+ * @path: where the QP's packets go (set at RTR, for a wire destination)
+ * @rxq: received packets waiting for @task
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -483,6 +636,9 @@ struct srnic_qp {
 	struct completion released;
 	struct srnic_engine_task task;
 	struct srnic_req req;
+	struct srnic_resp resp;
+	struct srnic_path path;
+	struct sk_buff_head rxq;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
@@ -523,27 +679,6 @@ struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev);
 void srnic_unregister_net_devices(struct net *net);
 int srnic_local_gid_ifindex(struct net *net, const union ib_gid *gid);
 
-/**
- * struct srnic_path - where a QP's (or an AH's) packets go
- * @ipv6: IPv6 rather than IPv4 (from the GID types)
- * @saddr: source address (the source GID's)
- * @daddr: destination address (the destination GID's)
- * @traffic_class: IPv4 TOS or IPv6 traffic class
- * @hop_limit: IPv4 TTL or IPv6 hop limit
- * @flow_label: IPv6 flow label
- * @sport: UDP source port (per QP pair, for ECMP entropy)
- */
-struct srnic_path {
-	bool ipv6;
-	union {
-		__be32 v4;
-		struct in6_addr v6;
-	} saddr, daddr;
-	u8 traffic_class;
-	u8 hop_limit;
-	u32 flow_label;
-	__be16 sport;
-};
 
 /* srnic_net.c: per-namespace UDP sockets, receive and transmit */
 struct srnic_pkt;
@@ -647,11 +782,92 @@ bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq);
 void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq);
 u8 srnic_wqe_wc_opcode(u8 wr_opcode);
 
-/* srnic_rc.c: the RC requester and local delivery */
+/* srnic_rc.c: the RC requester, local delivery, packet building */
 extern const struct srnic_engine_task_ops srnic_qp_task_ops;
 int srnic_rc_init(struct srnic_qp *qp);
 void srnic_rc_cleanup(struct srnic_qp *qp);
-void srnic_rc_resolve_dest(struct srnic_qp *qp);
+int srnic_rc_resolve_dest(struct srnic_qp *qp);
+void srnic_rc_reset(struct srnic_qp *qp);
+void srnic_sgl_put(struct srnic_sgl *sgl);
+enum ib_wc_status srnic_sgl_get(struct srnic_dev *sdev, struct srnic_pd *pd,
+				const struct srnic_sge *sge, unsigned int num,
+				int access, struct srnic_sgl *sgl);
+enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
+				      const struct srnic_send_wqe *wqe,
+				      struct srnic_sgl *sgl);
+bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
+void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);
+
+/**
+ * struct srnic_txd - one RC packet to build (srnic_rc_tx())
+ * @opcode: BTH opcode
+ * @psn: BTH PSN
+ * @ack_req: BTH AckReq
+ * @solicited: BTH SE
+ * @va: RETH virtual address
+ * @rkey: RETH R_Key
+ * @dma_len: RETH DMA length
+ * @aeth: AETH syndrome << 24 | MSN
+ * @imm: immediate data, big-endian as on the wire
+ * @sgl: payload source (requester's SGL) or NULL
+ * @mr: payload source MR (READ responses) when @sgl is NULL
+ * @offset: byte offset in @sgl, or address in @mr
+ * @len: payload bytes
+ */
+struct srnic_txd {
+	u8 opcode;
+	u32 psn;
+	bool ack_req;
+	bool solicited;
+	u64 va;
+	u32 rkey;
+	u32 dma_len;
+	u32 aeth;
+	__be32 imm;
+	const struct srnic_sgl *sgl;
+	struct srnic_mr *mr;
+	u64 offset;
+	u32 len;
+};
+
+int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd);
+bool srnic_wqe_opcode_supported(u8 opcode);
+u32 srnic_rnr_timer_usecs_of(u8 code);
+
+/* The parsed headers of a received packet queued to a QP (skb->cb). */
+static inline struct srnic_pkt *srnic_skb_pkt(struct sk_buff *skb)
+{
+	return (struct srnic_pkt *)skb->cb;
+}
+u32 srnic_qp_mtu(struct srnic_qp *qp);
+
+/* 24-bit PSN arithmetic: < 0, 0, > 0 as @a is before, at, after @b. */
+static inline int srnic_psn_cmp(u32 a, u32 b)
+{
+	return (s32)((a - b) << 8);
+}
+
+static inline u32 srnic_psn_add(u32 psn, u32 n)
+{
+	return (psn + n) & 0xffffff;
+}
+
+/* srnic_req.c: the RC requester over the wire */
+int srnic_req_init(struct srnic_qp *qp);
+void srnic_req_cleanup(struct srnic_qp *qp);
+void srnic_req_reset(struct srnic_qp *qp);
+void srnic_req_start(struct srnic_qp *qp);
+bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget);
+void srnic_req_rx_response(struct srnic_qp *qp, struct sk_buff *skb);
+bool srnic_req_wire_has_work(struct srnic_qp *qp);
+
+/* srnic_resp.c: the RC responder for requests from the wire */
+int srnic_resp_init(struct srnic_qp *qp);
+void srnic_resp_cleanup(struct srnic_qp *qp);
+void srnic_resp_reset(struct srnic_qp *qp);
+void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb);
+bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget);
+void srnic_resp_flush_ack(struct srnic_qp *qp);
 
 /* srnic_verbs.c: the ib_device_ops table */
 int srnic_udata_check_tail(struct ib_udata *udata, size_t known);

@@ -18,10 +18,34 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_RX_DROP_BAD_PKEY] = { .name = "rx_drop_bad_pkey" },
 	[SRNIC_CNT_RX_DROP_BAD_ICRC] = { .name = "rx_drop_bad_icrc" },
 	[SRNIC_CNT_RX_DROP_NO_QP] = { .name = "rx_drop_no_qp" },
+	[SRNIC_CNT_RX_DROP_BAD_QP] = { .name = "rx_drop_bad_qp" },
+	[SRNIC_CNT_RX_DROP_QUEUE_FULL] = { .name = "rx_drop_queue_full" },
+	[SRNIC_CNT_RX_DROP_UNEXPECTED] = { .name = "rx_drop_unexpected" },
+	[SRNIC_CNT_RX_DUPLICATE] = { .name = "rx_duplicate_requests" },
+	[SRNIC_CNT_RX_OUT_OF_SEQUENCE] = { .name = "rx_out_of_sequence" },
 	[SRNIC_CNT_TX_PACKETS] = { .name = "tx_packets" },
+	[SRNIC_CNT_TX_ERRORS] = { .name = "tx_errors" },
+	[SRNIC_CNT_TX_NAK_SEQ] = { .name = "tx_nak_psn_sequence" },
+	[SRNIC_CNT_TX_NAK_RNR] = { .name = "tx_nak_rnr" },
+	[SRNIC_CNT_TX_NAK_OTHER] = { .name = "tx_nak_other" },
+	[SRNIC_CNT_RETRANSMITS] = { .name = "retransmits" },
+	[SRNIC_CNT_TIMEOUTS] = { .name = "local_ack_timeouts" },
+	[SRNIC_CNT_RNR_NAKS_RECEIVED] = { .name = "rnr_naks_received" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);
+
+/**
+ * srnic_count() - count one event
+ * @sdev: the device
+ * @counter: which
+ *
+ * Context: any.
+ */
+void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter)
+{
+	atomic64_inc(&sdev->counters[counter]);
+}
 
 struct rdma_hw_stats *srnic_alloc_hw_port_stats(struct ib_device *ibdev,
 						u32 port_num)

@@ -57,11 +57,6 @@ static struct srnic_net *srnic_net(struct net *net)
 
 /* ---- Receive -------------------------------------------------------- */
 
-static void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter)
-{
-	atomic64_inc(&sdev->counters[counter]);
-}
-
 static const enum srnic_counter srnic_parse_drop_counter[] = {
 	[SRNIC_PARSE_TOO_SHORT] = SRNIC_CNT_RX_DROP_TOO_SHORT,
 	[SRNIC_PARSE_BAD_TVER] = SRNIC_CNT_RX_DROP_BAD_TVER,
@@ -197,19 +192,73 @@ drop:
 	return 0;
 }
 
+/* Received packets a QP may have waiting for its engine task. */
+#define SRNIC_RXQ_MAX 4096
+
+static_assert(sizeof(struct srnic_pkt) <= sizeof_field(struct sk_buff, cb));
+
+/*
+ * Whether @qp takes @pkt: an RC opcode, a state that receives it, and the
+ * addresses of the QP's connection (RC peers are identified by them).
+ */
+static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
+				const struct srnic_pkt *pkt)
+{
+	/* Pairs with the release in srnic_qp_enter_state(). */
+	enum ib_qp_state state = smp_load_acquire(&qp->state);
+	const struct srnic_path *path = &qp->path;
+
+	if ((pkt->opcode & SRNIC_OPCODE_TRANSPORT_MASK) != SRNIC_TRANSPORT_RC)
+		return false;
+	if (state != IB_QPS_RTS && state != IB_QPS_SQD &&
+	    state != IB_QPS_SQE &&
+	    !(state == IB_QPS_RTR && (pkt->flags & SRNIC_OPF_REQUEST)))
+		return false;
+	if (path->ipv6)
+		return skb->protocol == htons(ETH_P_IPV6) &&
+		       ipv6_addr_equal(&ipv6_hdr(skb)->saddr, &path->daddr.v6) &&
+		       ipv6_addr_equal(&ipv6_hdr(skb)->daddr, &path->saddr.v6);
+	return skb->protocol == htons(ETH_P_IP) &&
+	       ip_hdr(skb)->saddr == path->daddr.v4 &&
+	       ip_hdr(skb)->daddr == path->saddr.v4;
+}
+
 /**
  * srnic_rx_packet() - hand a validated packet to its QP
  * @sdev: the receiving device
  * @skb: the packet, skb->data at the BTH; consumed
  * @pkt: its parsed headers
  *
- * No QP exists yet to take it (the data path comes with the engine), so
- * every packet is a packet for an unknown QP.
+ * The packet is queued to the destination QP, whose engine task processes
+ * it; packets for no QP, or one that cannot take them, are counted and
+ * dropped. Context: softirq.
  */
 void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 		     const struct srnic_pkt *pkt)
 {
-	srnic_count(sdev, SRNIC_CNT_RX_DROP_NO_QP);
+	enum srnic_counter drop = SRNIC_CNT_RX_DROP_NO_QP;
+	struct srnic_qp *qp;
+
+	qp = srnic_qp_get_by_qpn(sdev, pkt->dqpn);
+	if (!qp)
+		goto drop;
+	drop = SRNIC_CNT_RX_DROP_BAD_QP;
+	if (!srnic_rx_qp_accepts(qp, skb, pkt))
+		goto put;
+	drop = SRNIC_CNT_RX_DROP_QUEUE_FULL;
+	if (skb_queue_len_lockless(&qp->rxq) >= SRNIC_RXQ_MAX ||
+	    skb_linearize(skb))
+		goto put;
+	memcpy(srnic_skb_pkt(skb), pkt, sizeof(*pkt));
+	skb_queue_tail(&qp->rxq, skb);
+	srnic_engine_task_schedule(&qp->task);
+	srnic_qp_put(qp);
+	return;
+
+put:
+	srnic_qp_put(qp);
+drop:
+	srnic_count(sdev, drop);
 	kfree_skb(skb);
 }
 

@@ -501,7 +501,8 @@ static void srnic_qp_store_attrs(struct srnic_qp *qp,
  */
 static void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 {
-	WRITE_ONCE(qp->state, state);
+	/* Pairs with the receive path's acquire: attributes are set. */
+	smp_store_release(&qp->state, state);
 	srnic_qp_set_queue_flags(qp, state);
 
 	switch (state) {
@@ -568,8 +569,13 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	srnic_qp_store_attrs(qp, attr, mask);
 	if (mask & IB_QP_STATE) {
-		if (new == IB_QPS_RTR && cur != IB_QPS_RTR)
-			srnic_rc_resolve_dest(qp);
+		if (new == IB_QPS_RTR && cur != IB_QPS_RTR) {
+			err = srnic_rc_resolve_dest(qp);
+			if (err)
+				goto out_unlock;
+		}
+		if (new == IB_QPS_RTS && cur == IB_QPS_RTR)
+			srnic_req_start(qp);
 		srnic_qp_enter_state(qp, new);
 		/* Entering RTS may release posted WQEs; ERR flushes. */
 		srnic_engine_task_schedule(&qp->task);

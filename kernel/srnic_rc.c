@@ -23,6 +23,7 @@
 #include <rdma/ib_cache.h>
 
 #include "srnic.h"
+#include "srnic_wire.h"
 
 /* IBTA 9.7.5.2.8: RNR NAK timer field -> microseconds. */
 static const u32 srnic_rnr_timer_usecs[32] = {
@@ -30,6 +31,15 @@ static const u32 srnic_rnr_timer_usecs[32] = {
 	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
 	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
+
+/**
+ * srnic_rnr_timer_usecs_of() - the delay an RNR NAK timer code asks for
+ * @code: the 5-bit code (min_rnr_timer)
+ */
+u32 srnic_rnr_timer_usecs_of(u8 code)
+{
+	return srnic_rnr_timer_usecs[code & 31];
+}
 
 #define SRNIC_RNR_RETRY_INFINITE 7
 
@@ -39,7 +49,11 @@ enum srnic_exec {
 	SRNIC_EXEC_RNR,		/* no receive WQE at the responder: retry */
 };
 
-static void srnic_sgl_put(struct srnic_sgl *sgl)
+/**
+ * srnic_sgl_put() - drop the MR references of an SGL and empty it
+ * @sgl: the SGL
+ */
+void srnic_sgl_put(struct srnic_sgl *sgl)
 {
 	unsigned int i;
 
@@ -50,15 +64,20 @@ static void srnic_sgl_put(struct srnic_sgl *sgl)
 	sgl->len = 0;
 }
 
-/*
- * Resolve @num SGEs (copied from a ring, so untrusted) to referenced MRs
- * of @pd allowing @access. Zero-length SGEs are skipped.
+/**
+ * srnic_sgl_get() - resolve SGEs to referenced MRs
+ * @sdev: the device
+ * @pd: the PD the MRs must belong to
+ * @sge: SGEs copied from a ring, so untrusted
+ * @num: how many
+ * @access: access the MRs must grant
+ * @sgl: the result; zero-length SGEs are skipped
+ *
+ * Return: IB_WC_SUCCESS, IB_WC_LOC_PROT_ERR or IB_WC_LOC_LEN_ERR.
  */
-static enum ib_wc_status srnic_sgl_get(struct srnic_dev *sdev,
-				       struct srnic_pd *pd,
-				       const struct srnic_sge *sge,
-				       unsigned int num, int access,
-				       struct srnic_sgl *sgl)
+enum ib_wc_status srnic_sgl_get(struct srnic_dev *sdev, struct srnic_pd *pd,
+				const struct srnic_sge *sge, unsigned int num,
+				int access, struct srnic_sgl *sgl)
 {
 	unsigned int i;
 
@@ -151,6 +170,33 @@ static struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp)
 	return dest;
 }
 
+/**
+ * srnic_rq_take() - take the next receive WQE of a QP
+ * @qp: the responder QP
+ * @rwqe: where to copy it (SRNIC_MAX_RQ_ENTRY_SIZE bytes)
+ *
+ * Return: false when the RQ is empty or the QP is in the error state.
+ */
+bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe)
+{
+	struct srnic_wq *rq = &qp->rq;
+	unsigned long flags;
+
+	spin_lock_irqsave(&rq->lock, flags);
+	if (srnic_wq_read_producer(qp, rq) == rq->consumer ||
+	    READ_ONCE(qp->state) == IB_QPS_ERR) {
+		spin_unlock_irqrestore(&rq->lock, flags);
+		return false;
+	}
+	memcpy(rwqe, srnic_queue_entry(&rq->ring, rq->consumer),
+	       rq->ring.entry_size);
+	rq->consumer++;
+	/* Done reading the slot: the provider may reuse it. */
+	smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
+	spin_unlock_irqrestore(&rq->lock, flags);
+	return true;
+}
+
 static bool srnic_responder_ready(struct srnic_qp *dest)
 {
 	enum ib_qp_state state = READ_ONCE(dest->state);
@@ -202,22 +248,12 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	u8 opcode = deliver_payload ? IB_WC_RECV : IB_WC_RECV_RDMA_WITH_IMM;
 	struct srnic_wq *rq = &dest->rq;
 	enum ib_wc_status rstatus;
-	unsigned long flags;
 
 	/* Only taking the WQE is serialised; the copy runs unlocked. */
-	spin_lock_irqsave(&rq->lock, flags);
-	if (srnic_wq_read_producer(dest, rq) == rq->consumer ||
-	    READ_ONCE(dest->state) == IB_QPS_ERR) {
-		spin_unlock_irqrestore(&rq->lock, flags);
+	if (!srnic_rq_take(dest, rwqe)) {
 		*rnr = true;
 		return IB_WC_SUCCESS;
 	}
-	memcpy(rwqe, srnic_queue_entry(&rq->ring, rq->consumer),
-	       rq->ring.entry_size);
-	rq->consumer++;
-	/* Done reading the slot: the provider may reuse it. */
-	smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
-	spin_unlock_irqrestore(&rq->lock, flags);
 
 	rstatus = IB_WC_SUCCESS;
 	if (rwqe->num_sge > rq->max_sge) {
@@ -351,7 +387,7 @@ out:
 
 /* ---- The requester ---------------------------------------------------- */
 
-static bool srnic_wqe_opcode_supported(u8 opcode)
+bool srnic_wqe_opcode_supported(u8 opcode)
 {
 	switch (opcode) {
 	case IB_WR_SEND:
@@ -365,13 +401,18 @@ static bool srnic_wqe_opcode_supported(u8 opcode)
 	}
 }
 
-/*
- * The requester's side of the message of @wqe: its SGEs (resolved with the
- * access the operation needs) or its inline data.
+/**
+ * srnic_req_local_sgl() - the requester's side of a message
+ * @qp: the requester
+ * @wqe: a snapshot of the send WQE
+ * @sgl: its SGEs, resolved with the access the operation needs, or its
+ *	 inline data
+ *
+ * Return: IB_WC_SUCCESS or the local error to complete the WQE with.
  */
-static enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
-					     const struct srnic_send_wqe *wqe,
-					     struct srnic_sgl *sgl)
+enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
+				      const struct srnic_send_wqe *wqe,
+				      struct srnic_sgl *sgl)
 {
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	const struct srnic_sge *sge = (const struct srnic_sge *)(wqe + 1);
@@ -419,7 +460,7 @@ static void srnic_req_complete(struct srnic_qp *qp,
 /* Wait before retrying a WQE the responder had no receive WQE for. */
 static void srnic_req_rnr_wait(struct srnic_qp *qp)
 {
-	u32 usecs = srnic_rnr_timer_usecs[qp->req.rnr_timer & 31];
+	u32 usecs = srnic_rnr_timer_usecs_of(qp->req.rnr_timer);
 
 	qp->req.rnr_until = jiffies + usecs_to_jiffies(usecs);
 	qp->req.rnr_waiting = true;
@@ -522,24 +563,162 @@ static bool srnic_req_step(struct srnic_qp *qp)
 	return true;
 }
 
+/* ---- Packets ---------------------------------------------------------- */
+
+/**
+ * srnic_qp_mtu() - payload bytes of one packet of the QP
+ * @qp: a QP past RTR
+ */
+u32 srnic_qp_mtu(struct srnic_qp *qp)
+{
+	return ib_mtu_enum_to_int(qp->attrs.mtu ? qp->attrs.mtu : IB_MTU_256);
+}
+
+/* Copy @len bytes at byte @offset of @sgl into @dst. */
+static void srnic_sgl_gather(const struct srnic_sgl *sgl, u64 offset, u8 *dst,
+			     u32 len)
+{
+	unsigned int i;
+
+	for (i = 0; i < sgl->num && len; i++) {
+		const struct srnic_seg *seg = &sgl->seg[i];
+		u32 n;
+
+		if (offset >= seg->len) {
+			offset -= seg->len;
+			continue;
+		}
+		n = min_t(u64, seg->len - offset, len);
+		if (seg->mr)
+			srnic_mr_copy_from(seg->mr, seg->iova + offset, dst, n);
+		else
+			memcpy(dst, seg->buf + offset, n);
+		dst += n;
+		len -= n;
+		offset = 0;
+	}
+}
+
+/**
+ * srnic_rc_tx() - build one RC packet of the QP and send it
+ * @qp: the sending QP, its path resolved
+ * @txd: what the packet holds; the payload bytes must lie within @txd's
+ *	 source (checked when the SGL or MR was resolved)
+ *
+ * Return: 0, or a negative errno (the packet is lost; the protocol
+ * recovers as from any loss).
+ */
+int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	u32 flags = srnic_opcode_flags[txd->opcode];
+	u32 hdr_len = srnic_opcode_hdr_len(flags);
+	u32 pad = (4 - (txd->len & 3)) & 3;
+	struct srnic_bth *bth;
+	struct sk_buff *skb;
+	u8 *p;
+	int err;
+
+	skb = srnic_tx_alloc(sdev, hdr_len + txd->len + pad, GFP_KERNEL);
+	if (!skb) {
+		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+		return -ENOMEM;
+	}
+	bth = (struct srnic_bth *)skb->data;
+	bth->opcode = txd->opcode;
+	bth->flags = FIELD_PREP(SRNIC_BTH_FLAGS_PAD_MASK, pad) |
+		     (txd->solicited ? SRNIC_BTH_FLAGS_SE_MASK : 0);
+	bth->pkey = cpu_to_be16(SRNIC_DEFAULT_PKEY_FULL);
+	bth->dqpn = cpu_to_be32(qp->attrs.dest_qp_num & SRNIC_QPN_MASK);
+	bth->apsn = cpu_to_be32((txd->psn & SRNIC_PSN_MASK) |
+				(txd->ack_req ? SRNIC_BTH_APSN_ACKREQ_MASK : 0));
+	p = skb->data + sizeof(*bth);
+	if (flags & SRNIC_HDR_RETH) {
+		struct srnic_reth *reth = (struct srnic_reth *)p;
+
+		reth->va = cpu_to_be64(txd->va);
+		reth->rkey = cpu_to_be32(txd->rkey);
+		reth->dma_len = cpu_to_be32(txd->dma_len);
+		p += sizeof(*reth);
+	}
+	if (flags & SRNIC_HDR_AETH) {
+		((struct srnic_aeth *)p)->smsn = cpu_to_be32(txd->aeth);
+		p += sizeof(struct srnic_aeth);
+	}
+	if (flags & SRNIC_HDR_IMMDT) {
+		((struct srnic_immdt *)p)->imm = txd->imm;
+		p += sizeof(struct srnic_immdt);
+	}
+	if (txd->len) {
+		if (txd->sgl)
+			srnic_sgl_gather(txd->sgl, txd->offset, p, txd->len);
+		else
+			srnic_mr_copy_from(txd->mr, txd->offset, p, txd->len);
+	}
+	memset(p + txd->len, 0, pad);
+
+	err = srnic_tx_send(sdev, skb, &qp->path, hdr_len);
+	if (err)
+		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+	return err;
+}
+
 /* ---- Engine callbacks ------------------------------------------------- */
 
 #define SRNIC_REQ_BUDGET 16
+#define SRNIC_RX_BUDGET 64
+
+/* Hand the received packets to the responder or the requester. */
+static bool srnic_qp_rx(struct srnic_qp *qp)
+{
+	unsigned int budget = SRNIC_RX_BUDGET;
+	struct sk_buff *skb;
+
+	while (budget--) {
+		/* READ responses go out before later requests are served. */
+		if (qp->resp.reading)
+			break;
+		skb = skb_dequeue(&qp->rxq);
+		if (!skb)
+			break;
+		if (srnic_skb_pkt(skb)->flags & SRNIC_OPF_REQUEST)
+			srnic_resp_rx_request(qp, skb);
+		else
+			srnic_req_rx_response(qp, skb);
+	}
+	srnic_resp_flush_ack(qp);
+	return !skb_queue_empty_lockless(&qp->rxq);
+}
 
 static bool srnic_qp_run(struct srnic_engine_task *task)
 {
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 	unsigned int budget = SRNIC_REQ_BUDGET;
+	bool more;
 
-	/* A QP in error completes what the provider still posts. */
-	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+	switch (READ_ONCE(qp->state)) {
+	case IB_QPS_ERR:
+		/* A QP in error completes what the provider still posts. */
+		srnic_rc_reset(qp);
 		srnic_wq_flush(qp, &qp->sq, true);
 		srnic_wq_flush(qp, &qp->rq, false);
 		return false;
+	case IB_QPS_RESET:
+	case IB_QPS_INIT:
+		srnic_rc_reset(qp);
+		return false;
+	default:
+		break;
 	}
+	/* READ responses in progress, requests and responses, new READs. */
+	srnic_resp_run(qp, SRNIC_RX_BUDGET);
+	more = srnic_qp_rx(qp);
+	more |= srnic_resp_run(qp, SRNIC_RX_BUDGET);
+	if (!qp->req.local_ifindex)
+		return srnic_req_wire_run(qp, SRNIC_RX_BUDGET) || more;
 	while (budget--)
 		if (!srnic_req_step(qp))
-			return false;
+			return more;
 	return true;
 }
 
@@ -547,6 +726,10 @@ static bool srnic_qp_has_work(struct srnic_engine_task *task)
 {
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 
+	if (!skb_queue_empty_lockless(&qp->rxq) || qp->resp.reading)
+		return true;
+	if (!qp->req.local_ifindex)
+		return srnic_req_wire_has_work(qp);
 	return !qp->req.rnr_waiting && srnic_wq_has_work(qp, &qp->sq);
 }
 
@@ -604,15 +787,27 @@ static void srnic_req_rnr_timer(struct timer_list *t)
  */
 int srnic_rc_init(struct srnic_qp *qp)
 {
+	int err;
+
+	skb_queue_head_init(&qp->rxq);
+	timer_setup(&qp->req.rnr_timer_list, srnic_req_rnr_timer, 0);
 	qp->req.wqe = kmalloc(qp->sq.ring.entry_size, GFP_KERNEL);
 	/* Any responder's receive WQE fits: they are bounded by the ABI. */
 	qp->req.rwqe = kmalloc(SRNIC_MAX_RQ_ENTRY_SIZE, GFP_KERNEL);
 	if (!qp->req.wqe || !qp->req.rwqe) {
-		srnic_rc_cleanup(qp);
-		return -ENOMEM;
+		err = -ENOMEM;
+		goto err;
 	}
-	timer_setup(&qp->req.rnr_timer_list, srnic_req_rnr_timer, 0);
+	err = srnic_req_init(qp);
+	if (err)
+		goto err;
+	err = srnic_resp_init(qp);
+	if (err)
+		goto err;
 	return 0;
+err:
+	srnic_rc_cleanup(qp);
+	return err;
 }
 
 /**
@@ -621,12 +816,61 @@ int srnic_rc_init(struct srnic_qp *qp)
  */
 void srnic_rc_cleanup(struct srnic_qp *qp)
 {
-	if (qp->req.wqe)
-		del_timer_sync(&qp->req.rnr_timer_list);
+	del_timer_sync(&qp->req.rnr_timer_list);
+	srnic_resp_cleanup(qp);
+	srnic_req_cleanup(qp);
+	skb_queue_purge(&qp->rxq);
 	kfree(qp->req.wqe);
 	kfree(qp->req.rwqe);
 	qp->req.wqe = NULL;
 	qp->req.rwqe = NULL;
+}
+
+/**
+ * srnic_rc_reset() - forget the wire state of a QP in error or reset
+ * @qp: the QP; called by its task, or with the task not running
+ *
+ * Outstanding WQEs are flushed from the SQ by the caller; packets still
+ * queued are dropped.
+ */
+void srnic_rc_reset(struct srnic_qp *qp)
+{
+	skb_queue_purge(&qp->rxq);
+	srnic_req_reset(qp);
+	srnic_resp_reset(qp);
+}
+
+/* The path of a wire destination, from the QP's address vector. */
+static int srnic_rc_resolve_path(struct srnic_qp *qp)
+{
+	const struct rdma_ah_attr *ah = &qp->attrs.ah_attr;
+	const struct ib_global_route *grh = &ah->grh;
+	const struct ib_gid_attr *sgid_attr = grh->sgid_attr;
+	struct srnic_path *path = &qp->path;
+	u32 fl = grh->flow_label;
+
+	memset(path, 0, sizeof(*path));
+	if (!sgid_attr)
+		return -EINVAL;
+	path->ipv6 = !ipv6_addr_v4mapped((struct in6_addr *)sgid_attr->gid.raw);
+	if (path->ipv6 != !ipv6_addr_v4mapped((struct in6_addr *)grh->dgid.raw))
+		return -EINVAL;
+	if (path->ipv6) {
+		memcpy(&path->saddr.v6, sgid_attr->gid.raw, 16);
+		memcpy(&path->daddr.v6, grh->dgid.raw, 16);
+	} else {
+		memcpy(&path->saddr.v4, sgid_attr->gid.raw + 12, 4);
+		memcpy(&path->daddr.v4, grh->dgid.raw + 12, 4);
+	}
+	path->traffic_class = grh->traffic_class;
+	path->hop_limit = grh->hop_limit ? grh->hop_limit : 64;
+	if (!fl)
+		fl = rdma_calc_flow_label(qp->ibqp.qp_num,
+					  qp->attrs.dest_qp_num);
+	path->flow_label = fl;
+	path->sport = htons(rdma_get_udp_sport(fl, qp->ibqp.qp_num,
+					       qp->attrs.dest_qp_num));
+	return 0;
 }
 
 /**
@@ -635,15 +879,26 @@ void srnic_rc_cleanup(struct srnic_qp *qp)
  *
  * A destination GID owned by an srnic device in the QP's namespace is
  * served by local delivery (its netdev's ifindex is recorded); any other
- * by the wire. Context: process, state_lock held.
+ * by the wire. Either way the path is recorded: received packets are
+ * checked against it. Context: process, state_lock held, before the QP's
+ * state changes.
+ *
+ * Return: 0, or -EINVAL when the address vector mixes IPv4 and IPv6.
  */
-void srnic_rc_resolve_dest(struct srnic_qp *qp)
+int srnic_rc_resolve_dest(struct srnic_qp *qp)
 {
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	const union ib_gid *dgid = &qp->attrs.ah_attr.grh.dgid;
 	struct net *net = read_pnet(&sdev->net);
+	int err;
 
+	err = srnic_rc_resolve_path(qp);
+	if (err)
+		return err;
 	qp->req.local_ifindex = srnic_local_gid_ifindex(net, dgid);
 	qp->req.rnr_retries_left = qp->attrs.rnr_retry;
 	qp->req.rnr_waiting = false;
+	qp->resp.epsn = qp->attrs.rq_psn;
+	qp->resp.msn = 0;
+	return 0;
 }

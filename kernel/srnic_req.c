@@ -1,0 +1,799 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: the RC requester over the wire (RoCEv2, IBTA chapter 9).
+ *
+ * Runs in the QP's engine task, so its state needs no lock. Send WQEs are
+ * taken from the SQ in order and given PSNs: one per packet of a SEND or
+ * WRITE, one per expected response packet of a READ. The WQEs between the
+ * SQ's consumer index and req.next_index are outstanding; req.send_index
+ * and req.send_psn say which packet goes out next. Packets of up to
+ * SRNIC_REQ_WINDOW PSNs beyond the oldest unacknowledged one are in
+ * flight.
+ *
+ * Acknowledgements (ACK, READ responses) complete WQEs in order. A NAK for
+ * a PSN sequence error, a gap in READ responses, a local ACK timeout or
+ * the end of an RNR wait sends everything again from the first PSN not
+ * acknowledged (go-back-N); the responder discards what it already has.
+ * Timeouts count against retry_cnt, RNR NAKs against rnr_retry; their
+ * exhaustion completes the oldest WQE with IB_WC_RETRY_EXC_ERR or
+ * IB_WC_RNR_RETRY_EXC_ERR. Other NAKs complete it with the matching remote
+ * error. Any error completion moves the QP to the error state, which
+ * flushes the WQEs behind it.
+ */
+
+#include <linux/jiffies.h>
+#include <linux/slab.h>
+
+#include "srnic.h"
+#include "srnic_wire.h"
+
+/* PSNs in flight beyond the oldest unacknowledged one. */
+#define SRNIC_REQ_WINDOW 512
+/* Ask for an ACK at least this often within a long message. */
+#define SRNIC_REQ_ACK_EVERY 64
+/* Local ACK timeouts shorter than this are rounded up (slow hosts). */
+#define SRNIC_REQ_MIN_TIMEOUT_MS 10
+#define SRNIC_RNR_RETRY_INFINITE 7
+
+static struct srnic_req_wqe *srnic_req_wqe_at(struct srnic_qp *qp, u32 index)
+{
+	return &qp->req.wqes[index & (qp->sq.ring.num_entries - 1)];
+}
+
+/* The SQ's consumer index: only this task and flushes (in ERR) move it. */
+static u32 srnic_req_head(struct srnic_qp *qp)
+{
+	return READ_ONCE(qp->sq.consumer);
+}
+
+static bool srnic_req_outstanding(struct srnic_qp *qp)
+{
+	return srnic_req_head(qp) != qp->req.next_index;
+}
+
+static u32 srnic_req_npkts(struct srnic_qp *qp, u64 len)
+{
+	u32 mtu = srnic_qp_mtu(qp);
+
+	return len ? DIV_ROUND_UP_ULL(len, mtu) : 1;
+}
+
+/* ---- Timers ----------------------------------------------------------- */
+
+static void srnic_req_timer_fn(struct timer_list *t)
+{
+	struct srnic_qp *qp = from_timer(qp, t, req.timer);
+
+	WRITE_ONCE(qp->req.timed_out, true);
+	srnic_engine_task_schedule(&qp->task);
+}
+
+/* (Re)start the local ACK timer: 4.096 us * 2^timeout; 0 is infinite. */
+static void srnic_req_arm_timer(struct srnic_qp *qp)
+{
+	u64 nsecs = 4096ULL << qp->attrs.timeout;
+	unsigned long delay;
+
+	if (!qp->attrs.timeout)
+		return;
+	delay = max(nsecs_to_jiffies64(nsecs),
+		    (u64)msecs_to_jiffies(SRNIC_REQ_MIN_TIMEOUT_MS));
+	mod_timer(&qp->req.timer, jiffies + delay);
+}
+
+/* ---- Taking WQEs ------------------------------------------------------ */
+
+/*
+ * Copy the SQ entry at @index into req.wqe, if it is still posted and not
+ * flushed. Returns false otherwise.
+ */
+static bool srnic_req_snapshot(struct srnic_qp *qp, u32 index)
+{
+	struct srnic_wq *sq = &qp->sq;
+	unsigned long flags;
+	bool ok = false;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	if (index - sq->consumer < srnic_wq_read_producer(qp, sq) - sq->consumer) {
+		memcpy(qp->req.wqe, srnic_queue_entry(&sq->ring, index),
+		       sq->ring.entry_size);
+		ok = true;
+	}
+	spin_unlock_irqrestore(&sq->lock, flags);
+	return ok;
+}
+
+/*
+ * Make req.wqe and req.sgl describe the WQE at @index (a cache: the WQE
+ * just taken is usually the one sent). Returns the local status.
+ */
+static enum ib_wc_status srnic_req_load(struct srnic_qp *qp, u32 index)
+{
+	struct srnic_req *req = &qp->req;
+	enum ib_wc_status status;
+
+	if (req->sgl_index == index + 1)
+		return IB_WC_SUCCESS;
+	srnic_sgl_put(&req->sgl);
+	req->sgl_index = 0;
+	if (!srnic_req_snapshot(qp, index))
+		return IB_WC_WR_FLUSH_ERR;
+	if (!srnic_wqe_opcode_supported(req->wqe->opcode))
+		return IB_WC_LOC_QP_OP_ERR;
+	status = srnic_req_local_sgl(qp, req->wqe, &req->sgl);
+	if (status == IB_WC_SUCCESS)
+		req->sgl_index = index + 1;
+	return status;
+}
+
+/* Whether the next posted WQE may start now (READ limits, fences). */
+static bool srnic_req_may_take(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+	const struct srnic_send_wqe *entry;
+	u8 opcode, flags;
+
+	if (srnic_wq_read_producer(qp, &qp->sq) == req->next_index)
+		return false;
+	/* A failed WQE ends what is taken: the error state flushes the rest. */
+	if (srnic_req_outstanding(qp) &&
+	    srnic_req_wqe_at(qp, req->next_index - 1)->status != IB_WC_SUCCESS)
+		return false;
+	entry = srnic_queue_entry(&qp->sq.ring, req->next_index);
+	opcode = READ_ONCE(entry->opcode);
+	flags = READ_ONCE(entry->flags);
+	if (opcode == IB_WR_RDMA_READ &&
+	    req->reads >= max_t(u8, qp->attrs.max_rd_atomic, 1))
+		return false;
+	return !(flags & SRNIC_WQE_FENCE) || !req->reads;
+}
+
+/* Take the next posted WQE and give it its PSNs. */
+static bool srnic_req_take(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+	u32 index = req->next_index;
+	struct srnic_req_wqe *rw;
+	enum ib_wc_status status;
+
+	if (!srnic_req_may_take(qp))
+		return false;
+	status = srnic_req_load(qp, index);
+	if (status == IB_WC_WR_FLUSH_ERR)
+		return false;
+
+	rw = srnic_req_wqe_at(qp, index);
+	memset(rw, 0, sizeof(*rw));
+	rw->wr_id = req->wqe->wr_id;
+	rw->opcode = req->wqe->opcode;
+	rw->flags = req->wqe->flags;
+	rw->status = status;
+	rw->first_psn = req->next_psn;
+	rw->last_psn = req->next_psn;
+	if (status == IB_WC_SUCCESS) {
+		rw->len = req->sgl.len;
+		rw->last_psn = srnic_psn_add(rw->first_psn,
+					     srnic_req_npkts(qp, rw->len) - 1);
+		req->next_psn = srnic_psn_add(rw->last_psn, 1);
+		if (rw->opcode == IB_WR_RDMA_READ)
+			req->reads++;
+	}
+	req->next_index++;
+	return true;
+}
+
+/* ---- Sending ---------------------------------------------------------- */
+
+/* The BTH opcode of a packet (RC's transport bits are 0). */
+static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
+			   bool last)
+{
+	bool imm = rw->opcode == IB_WR_SEND_WITH_IMM ||
+		   rw->opcode == IB_WR_RDMA_WRITE_WITH_IMM;
+
+	if (rw->opcode == IB_WR_RDMA_READ)
+		return SRNIC_OP_READ_REQUEST;
+	if (rw->opcode == IB_WR_SEND || rw->opcode == IB_WR_SEND_WITH_IMM) {
+		if (first && last)
+			return imm ? SRNIC_OP_SEND_ONLY_IMM : SRNIC_OP_SEND_ONLY;
+		if (first)
+			return SRNIC_OP_SEND_FIRST;
+		if (last)
+			return imm ? SRNIC_OP_SEND_LAST_IMM : SRNIC_OP_SEND_LAST;
+		return SRNIC_OP_SEND_MIDDLE;
+	}
+	if (first && last)
+		return imm ? SRNIC_OP_WRITE_ONLY_IMM : SRNIC_OP_WRITE_ONLY;
+	if (first)
+		return SRNIC_OP_WRITE_FIRST;
+	if (last)
+		return imm ? SRNIC_OP_WRITE_LAST_IMM : SRNIC_OP_WRITE_LAST;
+	return SRNIC_OP_WRITE_MIDDLE;
+}
+
+/*
+ * Send packets of the WQE at req.send_index from req.send_psn, within
+ * @budget and the window. Returns packets sent; moves to the next WQE
+ * when this one is all sent.
+ */
+static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
+				       unsigned int budget)
+{
+	struct srnic_req *req = &qp->req;
+	struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, req->send_index);
+	u32 window_end = srnic_psn_add(req->una_psn, SRNIC_REQ_WINDOW);
+	u32 mtu = srnic_qp_mtu(qp);
+	const struct srnic_send_wqe *wqe;
+	enum ib_wc_status status;
+	unsigned int sent = 0;
+
+	status = srnic_req_load(qp, req->send_index);
+	if (status != IB_WC_SUCCESS) {
+		/* E.g. its MR went away: it completes with the error. */
+		if (rw->status == IB_WC_SUCCESS)
+			rw->status = status == IB_WC_WR_FLUSH_ERR ?
+				     IB_WC_LOC_QP_OP_ERR : status;
+		req->send_index = req->next_index;
+		return 0;
+	}
+	wqe = req->wqe;
+	if (req->sgl.len != rw->len) {
+		rw->status = IB_WC_LOC_QP_OP_ERR;	/* rewritten in flight */
+		req->send_index = req->next_index;
+		return 0;
+	}
+
+	while (sent < budget && srnic_psn_cmp(req->send_psn, window_end) < 0) {
+		u32 n = (req->send_psn - rw->first_psn) & SRNIC_PSN_MASK;
+		u64 offset = (u64)n * mtu;
+		bool first = req->send_psn == rw->first_psn;
+		bool last = req->send_psn == rw->last_psn;
+		struct srnic_txd txd = {
+			.psn = req->send_psn,
+			.rkey = wqe->rdma.rkey,
+		};
+
+		txd.opcode = srnic_req_opcode(rw, first, last);
+		if (rw->opcode == IB_WR_RDMA_READ) {
+			/* Responses so far may have had another size. */
+			if (req->read_sgl_index == req->send_index + 1 &&
+			    req->send_psn == req->read_psn)
+				offset = req->read_offset;
+			/* One request for all responses from send_psn on. */
+			txd.va = wqe->rdma.remote_addr + offset;
+			txd.dma_len = rw->len - offset;
+			txd.ack_req = true;
+			last = true;
+		} else {
+			txd.sgl = &req->sgl;
+			txd.offset = offset;
+			txd.len = min_t(u64, mtu, rw->len - offset);
+			txd.va = wqe->rdma.remote_addr;
+			txd.dma_len = rw->len;
+			txd.imm = wqe->imm_data;
+			txd.ack_req = last || !((n + 1) % SRNIC_REQ_ACK_EVERY);
+			txd.solicited = last && (wqe->flags & SRNIC_WQE_SOLICITED);
+		}
+		srnic_rc_tx(qp, &txd);
+		sent++;
+		if (last) {
+			req->send_index++;
+			req->send_psn = srnic_psn_add(rw->last_psn, 1);
+			break;
+		}
+		req->send_psn = srnic_psn_add(req->send_psn, 1);
+	}
+	return sent;
+}
+
+/* Send from @psn again: the WQE holding it, and all after it. */
+static void srnic_req_go_back(struct srnic_qp *qp, u32 psn)
+{
+	struct srnic_req *req = &qp->req;
+	u32 index;
+
+	for (index = srnic_req_head(qp); index != req->next_index; index++) {
+		struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, index);
+
+		if (rw->status != IB_WC_SUCCESS)
+			break;
+		if (srnic_psn_cmp(psn, rw->last_psn) <= 0) {
+			if (srnic_psn_cmp(psn, rw->first_psn) < 0)
+				psn = rw->first_psn;
+			break;
+		}
+	}
+	if (index == req->next_index)
+		psn = req->next_psn;
+	if (index != req->send_index || psn != req->send_psn)
+		srnic_count(to_srnic_dev(qp->ibqp.device),
+			    SRNIC_CNT_RETRANSMITS);
+	req->send_index = index;
+	req->send_psn = psn;
+}
+
+/* ---- Completing ------------------------------------------------------- */
+
+/*
+ * Retire the oldest WQE with @status. Returns false if the QP went to
+ * the error state (by this completion or by a flush meanwhile).
+ */
+static bool srnic_req_retire_head(struct srnic_qp *qp,
+				  enum ib_wc_status status)
+{
+	struct srnic_req *req = &qp->req;
+	u32 index = srnic_req_head(qp);
+	struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, index);
+	struct srnic_wq *sq = &qp->sq;
+	struct srnic_cqe cqe = {
+		.wr_id = rw->wr_id,
+		.status = status,
+		.opcode = srnic_wqe_wc_opcode(rw->opcode),
+		.byte_len = rw->opcode == IB_WR_RDMA_READ ? rw->len : 0,
+		.qp_num = qp->ibqp.qp_num,
+	};
+	unsigned long flags;
+	bool retired = false;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	if (sq->consumer == index) {
+		sq->consumer++;
+		/* Done with the slot: the provider may reuse it. */
+		smp_store_release(&sq->ring.ctrl->consumer, sq->consumer);
+		retired = true;
+	}
+	spin_unlock_irqrestore(&sq->lock, flags);
+	if (!retired)
+		return false;
+
+	if (rw->opcode == IB_WR_RDMA_READ && rw->status == IB_WC_SUCCESS)
+		req->reads--;
+	if (req->read_sgl_index == index + 1) {
+		srnic_sgl_put(&req->read_sgl);
+		req->read_sgl_index = 0;
+	}
+	if (req->sgl_index == index + 1) {
+		srnic_sgl_put(&req->sgl);
+		req->sgl_index = 0;
+	}
+	if (req->send_index == index)
+		req->send_index++;
+
+	if (status != IB_WC_SUCCESS || (rw->flags & SRNIC_WQE_SIGNALED) ||
+	    qp->sq_sig_all)
+		if (srnic_cq_post(to_srnic_cq(qp->ibqp.send_cq), &cqe, false))
+			status = IB_WC_GENERAL_ERR;	/* CQ overrun */
+	if (status != IB_WC_SUCCESS) {
+		srnic_qp_to_error(qp, 0);
+		return false;
+	}
+	return true;
+}
+
+/* Progress was made: retries start over, the timer restarts or stops. */
+static void srnic_req_progress(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+
+	req->retries_left = qp->attrs.retry_cnt;
+	req->rnr_retries_left = qp->attrs.rnr_retry;
+	req->went_back = false;
+	if (srnic_req_outstanding(qp))
+		srnic_req_arm_timer(qp);
+	else
+		del_timer(&req->timer);
+}
+
+/*
+ * Everything up to and including @psn is acknowledged: complete the WQEs
+ * it covers. A READ completes only with its last response; an ACK beyond
+ * the responses a READ still expects means they were lost, and the READ
+ * is sent again from there (once, until progress is made).
+ */
+static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
+{
+	struct srnic_req *req = &qp->req;
+	bool progress = false, lost = false;
+	u32 expect = 0;
+
+	while (srnic_req_outstanding(qp)) {
+		u32 head = srnic_req_head(qp);
+		struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, head);
+
+		if (rw->status != IB_WC_SUCCESS)
+			break;
+		if (rw->opcode == IB_WR_RDMA_READ && !rw->read_done) {
+			expect = req->read_sgl_index == head + 1 ?
+				 req->read_psn : rw->first_psn;
+			if (srnic_psn_cmp(psn, expect) >= 0) {
+				lost = true;
+				psn = srnic_psn_add(expect, SRNIC_PSN_MASK);
+			}
+			break;
+		}
+		if (srnic_psn_cmp(rw->last_psn, psn) > 0)
+			break;
+		if (!srnic_req_retire_head(qp, IB_WC_SUCCESS))
+			return;
+		progress = true;
+	}
+	if (srnic_psn_cmp(psn, req->una_psn) >= 0) {
+		req->una_psn = srnic_psn_add(psn, 1);
+		progress = true;
+	}
+	if (progress)
+		srnic_req_progress(qp);
+	if (lost && !req->went_back) {
+		srnic_req_go_back(qp, expect);
+		req->went_back = true;
+	}
+}
+
+/* Complete the oldest WQE with a remote error (the QP goes to error). */
+static void srnic_req_fail_head(struct srnic_qp *qp, enum ib_wc_status status)
+{
+	if (srnic_req_outstanding(qp))
+		srnic_req_retire_head(qp, status);
+	else
+		srnic_qp_to_error(qp, 0);
+}
+
+static void srnic_req_rnr_nak(struct srnic_qp *qp, u32 psn, u8 timer)
+{
+	struct srnic_req *req = &qp->req;
+	unsigned long delay;
+
+	srnic_count(to_srnic_dev(qp->ibqp.device),
+		    SRNIC_CNT_RNR_NAKS_RECEIVED);
+	if (qp->attrs.rnr_retry != SRNIC_RNR_RETRY_INFINITE &&
+	    !req->rnr_retries_left--) {
+		srnic_req_fail_head(qp, IB_WC_RNR_RETRY_EXC_ERR);
+		return;
+	}
+	srnic_req_go_back(qp, psn);
+	delay = usecs_to_jiffies(srnic_rnr_timer_usecs_of(timer));
+	req->rnr_until = jiffies + delay;
+	req->rnr_waiting = true;
+	mod_timer(&req->rnr_timer_list, req->rnr_until);
+	/* The RNR wait is not an ACK timeout. */
+	del_timer(&req->timer);
+}
+
+/* An ACK, RNR NAK or NAK for @psn. */
+static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn)
+{
+	u8 syndrome = FIELD_GET(SRNIC_AETH_SMSN_SYNDROME_MASK, smsn);
+	u8 value = syndrome & SRNIC_AETH_SYNDROME_VALUE_MASK;
+	struct srnic_req *req = &qp->req;
+
+	switch (FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK, syndrome)) {
+	case SRNIC_AETH_ACK:
+		srnic_req_ack(qp, psn);
+		return;
+	case SRNIC_AETH_RNR_NAK:
+		srnic_req_ack(qp, srnic_psn_add(psn, SRNIC_PSN_MASK));
+		if (READ_ONCE(qp->state) != IB_QPS_ERR)
+			srnic_req_rnr_nak(qp, psn, value);
+		return;
+	case SRNIC_AETH_NAK:
+		srnic_req_ack(qp, srnic_psn_add(psn, SRNIC_PSN_MASK));
+		if (READ_ONCE(qp->state) == IB_QPS_ERR)
+			return;
+		switch (value) {
+		case SRNIC_NAK_PSN_SEQUENCE_ERROR:
+			srnic_req_go_back(qp, psn);
+			req->went_back = true;
+			srnic_req_arm_timer(qp);
+			return;
+		case SRNIC_NAK_REMOTE_ACCESS_ERROR:
+			srnic_req_fail_head(qp, IB_WC_REM_ACCESS_ERR);
+			return;
+		case SRNIC_NAK_REMOTE_OPERATIONAL_ERROR:
+			srnic_req_fail_head(qp, IB_WC_REM_OP_ERR);
+			return;
+		default:
+			srnic_req_fail_head(qp, IB_WC_REM_INV_REQ_ERR);
+			return;
+		}
+	default:
+		srnic_count(to_srnic_dev(qp->ibqp.device),
+			    SRNIC_CNT_RX_DROP_UNEXPECTED);
+	}
+}
+
+/* Copy a READ response's payload into the READ's local buffers. */
+static void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset,
+			      const u8 *src, u32 len)
+{
+	unsigned int i;
+
+	for (i = 0; i < sgl->num && len; i++) {
+		const struct srnic_seg *seg = &sgl->seg[i];
+		u32 n;
+
+		if (offset >= seg->len) {
+			offset -= seg->len;
+			continue;
+		}
+		n = min_t(u64, seg->len - offset, len);
+		srnic_mr_copy_to(seg->mr, seg->iova + offset, src, n);
+		src += n;
+		len -= n;
+		offset = 0;
+	}
+}
+
+/*
+ * A READ response for @pkt->psn. Returns false when it is not the one the
+ * oldest READ expects (dropped).
+ */
+static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
+				    const struct srnic_pkt *pkt)
+{
+	struct srnic_req *req = &qp->req;
+	u32 index = srnic_req_head(qp);
+	struct srnic_req_wqe *rw;
+	enum ib_wc_status status;
+	bool last;
+
+	/* A response acknowledges every request before its READ. */
+	srnic_req_ack(qp, srnic_psn_add(pkt->psn, SRNIC_PSN_MASK));
+	if (!srnic_req_outstanding(qp) || READ_ONCE(qp->state) == IB_QPS_ERR)
+		return false;
+	index = srnic_req_head(qp);
+	rw = srnic_req_wqe_at(qp, index);
+	if (rw->opcode != IB_WR_RDMA_READ || rw->status != IB_WC_SUCCESS ||
+	    srnic_psn_cmp(pkt->psn, rw->first_psn) < 0 ||
+	    srnic_psn_cmp(pkt->psn, rw->last_psn) > 0)
+		return false;
+
+	if (req->read_sgl_index != index + 1) {
+		srnic_sgl_put(&req->read_sgl);
+		req->read_sgl_index = 0;
+		status = IB_WC_WR_FLUSH_ERR;
+		if (srnic_req_snapshot(qp, index))
+			status = srnic_req_local_sgl(qp, req->wqe,
+						     &req->read_sgl);
+		if (status == IB_WC_SUCCESS &&
+		    req->read_sgl.len != rw->len) {
+			srnic_sgl_put(&req->read_sgl);
+			status = IB_WC_LOC_QP_OP_ERR;
+		}
+		if (status != IB_WC_SUCCESS) {
+			srnic_req_retire_head(qp, status);
+			return true;
+		}
+		req->sgl_index = 0;	/* req.wqe was overwritten */
+		req->read_sgl_index = index + 1;
+		req->read_psn = rw->first_psn;
+		req->read_offset = 0;
+	}
+
+	if (pkt->psn != req->read_psn) {
+		/* A gap: the responses before this one were lost. */
+		if (!req->went_back) {
+			srnic_req_go_back(qp, req->read_psn);
+			req->went_back = true;
+		}
+		return false;
+	}
+	last = pkt->psn == rw->last_psn;
+	if ((!!(pkt->flags & SRNIC_OPF_FIRST) != (pkt->psn == rw->first_psn)) ||
+	    (!!(pkt->flags & SRNIC_OPF_LAST) != last) ||
+	    req->read_offset + pkt->payload_len > rw->len ||
+	    (last && req->read_offset + pkt->payload_len != rw->len) ||
+	    (!last && !pkt->payload_len))
+		return false;
+
+	srnic_sgl_scatter(&req->read_sgl, req->read_offset,
+			  skb->data + pkt->hdr_len, pkt->payload_len);
+	req->read_offset += pkt->payload_len;
+	req->read_psn = srnic_psn_add(req->read_psn, 1);
+	req->una_psn = req->read_psn;
+	if (last) {
+		rw->read_done = true;
+		srnic_req_ack(qp, pkt->psn);
+	} else {
+		srnic_req_progress(qp);
+	}
+	return true;
+}
+
+/**
+ * srnic_req_rx_response() - a response packet for the QP's requester
+ * @qp: the QP, called from its task
+ * @skb: the packet (srnic_skb_pkt() holds its headers); consumed
+ */
+void srnic_req_rx_response(struct srnic_qp *qp, struct sk_buff *skb)
+{
+	const struct srnic_pkt *pkt = srnic_skb_pkt(skb);
+	struct srnic_req *req = &qp->req;
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	bool ok = false;
+
+	if (state != IB_QPS_RTS && state != IB_QPS_SQD)
+		goto out;
+	/* Only PSNs of outstanding requests can be answered. */
+	if (srnic_psn_cmp(pkt->psn, srnic_psn_add(req->una_psn,
+						  SRNIC_PSN_MASK)) < 0 ||
+	    srnic_psn_cmp(pkt->psn, req->next_psn) >= 0)
+		goto out;
+
+	if (pkt->flags & SRNIC_OPF_READ) {
+		ok = srnic_req_read_response(qp, skb, pkt);
+	} else if (pkt->opcode == SRNIC_OPCODE(SRNIC_TRANSPORT_RC,
+					       SRNIC_OP_ACK)) {
+		const struct srnic_aeth *aeth =
+			(const struct srnic_aeth *)(skb->data + pkt->aeth);
+
+		srnic_req_aeth(qp, pkt->psn, be32_to_cpu(aeth->smsn));
+		ok = true;
+	}
+out:
+	if (!ok)
+		srnic_count(to_srnic_dev(qp->ibqp.device),
+			    SRNIC_CNT_RX_DROP_UNEXPECTED);
+	consume_skb(skb);
+}
+
+/* ---- The engine's entry points ---------------------------------------- */
+
+/* The local ACK timer fired: send again from the oldest unacknowledged. */
+static void srnic_req_timeout(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+
+	WRITE_ONCE(req->timed_out, false);
+	if (!srnic_req_outstanding(qp) || req->rnr_waiting)
+		return;
+	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_TIMEOUTS);
+	if (!req->retries_left) {
+		srnic_req_fail_head(qp, IB_WC_RETRY_EXC_ERR);
+		return;
+	}
+	req->retries_left--;
+	srnic_req_go_back(qp, req->una_psn);
+	srnic_req_arm_timer(qp);
+}
+
+/**
+ * srnic_req_wire_run() - send what the requester may send
+ * @qp: a QP with a wire destination, called from its task
+ * @budget: packets to send at most
+ *
+ * Return: true if it stopped for the budget with more to send.
+ */
+bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
+{
+	struct srnic_req *req = &qp->req;
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	bool sent = false;
+
+	if (state != IB_QPS_RTS && state != IB_QPS_SQD)
+		return false;
+	if (READ_ONCE(req->timed_out))
+		srnic_req_timeout(qp);
+	if (req->rnr_waiting) {
+		if (time_before(jiffies, req->rnr_until))
+			return false;
+		req->rnr_waiting = false;
+		srnic_req_arm_timer(qp);
+	}
+
+	while (budget && READ_ONCE(qp->state) == state) {
+		struct srnic_req_wqe *rw;
+		unsigned int n;
+
+		/* A WQE that failed locally completes when its turn comes. */
+		if (srnic_req_outstanding(qp)) {
+			rw = srnic_req_wqe_at(qp, srnic_req_head(qp));
+			if (rw->status != IB_WC_SUCCESS) {
+				srnic_req_retire_head(qp, rw->status);
+				return false;
+			}
+		}
+		if (req->send_index == req->next_index &&
+		    (state != IB_QPS_RTS || !srnic_req_take(qp)))
+			break;
+		rw = srnic_req_wqe_at(qp, req->send_index);
+		if (rw->status != IB_WC_SUCCESS) {
+			req->send_index = req->next_index;
+			continue;
+		}
+		n = srnic_req_send_wqe(qp, budget);
+		if (!n && rw->status == IB_WC_SUCCESS)
+			break;		/* the window is full */
+		budget -= n;
+		sent |= n;
+	}
+	if (sent && !timer_pending(&req->timer))
+		srnic_req_arm_timer(qp);
+	return !budget;
+}
+
+/**
+ * srnic_req_wire_has_work() - would srnic_req_wire_run() do anything?
+ * @qp: a QP with a wire destination
+ *
+ * For the engine's polling: lockless, approximate.
+ */
+bool srnic_req_wire_has_work(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state != IB_QPS_RTS && state != IB_QPS_SQD)
+		return false;
+	if (READ_ONCE(req->timed_out))
+		return true;
+	if (req->rnr_waiting)
+		return false;
+	if (req->send_index != req->next_index)
+		return srnic_psn_cmp(req->send_psn,
+				     srnic_psn_add(req->una_psn,
+						   SRNIC_REQ_WINDOW)) < 0;
+	return state == IB_QPS_RTS && srnic_req_may_take(qp);
+}
+
+/**
+ * srnic_req_start() - the QP enters RTS from RTR: start at sq_psn
+ * @qp: the QP; state_lock held, the requester not running
+ */
+void srnic_req_start(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+
+	req->next_psn = qp->attrs.sq_psn;
+	req->send_psn = qp->attrs.sq_psn;
+	req->una_psn = qp->attrs.sq_psn;
+	req->next_index = qp->sq.consumer;
+	req->send_index = qp->sq.consumer;
+	req->reads = 0;
+	req->retries_left = qp->attrs.retry_cnt;
+	req->rnr_retries_left = qp->attrs.rnr_retry;
+	req->went_back = false;
+	WRITE_ONCE(req->timed_out, false);
+}
+
+/**
+ * srnic_req_reset() - drop the requester's wire state
+ * @qp: the QP, in error or reset; its task or the task stopped
+ */
+void srnic_req_reset(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+
+	del_timer(&req->timer);
+	srnic_sgl_put(&req->sgl);
+	srnic_sgl_put(&req->read_sgl);
+	req->sgl_index = 0;
+	req->read_sgl_index = 0;
+	req->reads = 0;
+	req->next_index = READ_ONCE(qp->sq.consumer);
+	req->send_index = req->next_index;
+	WRITE_ONCE(req->timed_out, false);
+}
+
+/**
+ * srnic_req_init() - requester state of a new QP
+ * @qp: the QP, its SQ set up
+ */
+int srnic_req_init(struct srnic_qp *qp)
+{
+	timer_setup(&qp->req.timer, srnic_req_timer_fn, 0);
+	qp->req.wqes = kvcalloc(qp->sq.ring.num_entries,
+				sizeof(*qp->req.wqes), GFP_KERNEL);
+	return qp->req.wqes ? 0 : -ENOMEM;
+}
+
+/**
+ * srnic_req_cleanup() - undo srnic_req_init(); the task is stopped
+ * @qp: the QP
+ */
+void srnic_req_cleanup(struct srnic_qp *qp)
+{
+	del_timer_sync(&qp->req.timer);
+	srnic_req_reset(qp);
+	kvfree(qp->req.wqes);
+	qp->req.wqes = NULL;
+}

@@ -1,0 +1,534 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: the RC responder for requests from the wire (IBTA 9.7.4 and
+ * 9.7.5), run in the QP's engine task.
+ *
+ * Requests are executed in PSN order: the one at the expected PSN (epsn)
+ * is checked (opcode sequence, lengths, access, R_Key and bounds through
+ * srnic_mr_lookup()) and executed; one ahead of it gets a PSN sequence
+ * error NAK (once until epsn arrives) and is dropped; one behind it is a
+ * duplicate: SENDs and WRITEs are acknowledged again without being
+ * executed again, READs are executed again from the PSN asked for (a READ
+ * has no side effect). A SEND or WRITE with immediate data that finds the
+ * receive queue empty gets an RNR NAK with the QP's min_rnr_timer, before
+ * any byte is written. Errors that IBTA makes fatal (invalid request,
+ * remote access, remote operational error) are NAKed and move the QP to
+ * the error state.
+ *
+ * ACKs are coalesced: a request with AckReq only marks an ACK as owed, and
+ * one ACK of the last PSN executed goes out when the batch of received
+ * packets ends, or before anything else the responder sends.
+ */
+
+#include "srnic.h"
+#include "srnic_wire.h"
+
+/* AETH credit count meaning "no end-to-end flow control". */
+#define SRNIC_AETH_CREDITS_UNLIMITED 0x1f
+
+enum srnic_resp_verdict {
+	SRNIC_RESP_OK,		/* executed: epsn moves on */
+	SRNIC_RESP_RNR,		/* RNR NAK sent: the requester retries */
+	SRNIC_RESP_FATAL,	/* NAK sent: the QP goes to the error state */
+};
+
+static u32 srnic_aeth(u8 type, u8 value, u32 msn)
+{
+	u8 syndrome = FIELD_PREP(SRNIC_AETH_SYNDROME_TYPE_MASK, type) |
+		      (value & SRNIC_AETH_SYNDROME_VALUE_MASK);
+
+	return FIELD_PREP(SRNIC_AETH_SMSN_SYNDROME_MASK, syndrome) |
+	       (msn & SRNIC_AETH_SMSN_MSN_MASK);
+}
+
+static void srnic_resp_send_aeth(struct srnic_qp *qp, u32 psn, u32 aeth)
+{
+	struct srnic_txd txd = {
+		.opcode = SRNIC_OPCODE(SRNIC_TRANSPORT_RC, SRNIC_OP_ACK),
+		.psn = psn,
+		.aeth = aeth,
+	};
+
+	srnic_rc_tx(qp, &txd);
+}
+
+/**
+ * srnic_resp_flush_ack() - send the ACK owed, if any
+ * @qp: the QP, from its task
+ */
+void srnic_resp_flush_ack(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	if (!resp->ack_pending)
+		return;
+	resp->ack_pending = false;
+	srnic_resp_send_aeth(qp, srnic_psn_add(resp->epsn, SRNIC_PSN_MASK),
+			     srnic_aeth(SRNIC_AETH_ACK,
+					SRNIC_AETH_CREDITS_UNLIMITED,
+					resp->msn));
+}
+
+static void srnic_resp_nak(struct srnic_qp *qp, u32 psn, u8 type, u8 value)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+
+	srnic_resp_flush_ack(qp);
+	srnic_count(sdev, type == SRNIC_AETH_RNR_NAK ? SRNIC_CNT_TX_NAK_RNR :
+		    value == SRNIC_NAK_PSN_SEQUENCE_ERROR ?
+		    SRNIC_CNT_TX_NAK_SEQ : SRNIC_CNT_TX_NAK_OTHER);
+	srnic_resp_send_aeth(qp, psn, srnic_aeth(type, value, qp->resp.msn));
+}
+
+/* Post the receive completion of the current receive WQE. */
+static void srnic_resp_complete(struct srnic_qp *qp, enum ib_wc_status status,
+				u8 opcode, u32 byte_len,
+				const struct srnic_pkt *pkt,
+				const struct sk_buff *skb)
+{
+	struct srnic_resp *resp = &qp->resp;
+	struct srnic_cqe cqe = {
+		.wr_id = resp->rwqe->wr_id,
+		.status = status,
+		.opcode = opcode,
+		.byte_len = status == IB_WC_SUCCESS ? byte_len : 0,
+		.qp_num = qp->ibqp.qp_num,
+		.src_qp = qp->attrs.dest_qp_num,
+	};
+
+	resp->have_rwqe = false;
+	if (pkt && pkt->immdt) {
+		cqe.imm_data = ((const struct srnic_immdt *)
+				(skb->data + pkt->immdt))->imm;
+		cqe.wc_flags = SRNIC_CQE_WITH_IMM;
+	}
+	if (srnic_cq_post(to_srnic_cq(qp->ibqp.recv_cq), &cqe,
+			  pkt && pkt->solicited))
+		srnic_qp_to_error(qp, 0);	/* a lost completion */
+}
+
+/* End the current message, whatever happened to it. */
+static void srnic_resp_end_message(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	srnic_sgl_put(&resp->sgl);
+	if (resp->write_mr)
+		srnic_mr_put(resp->write_mr);
+	resp->write_mr = NULL;
+	resp->msg = SRNIC_RESP_IDLE;
+	resp->offset = 0;
+}
+
+/* A fatal error: NAK, fail the receive WQE held, go to the error state. */
+static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
+						const struct srnic_pkt *pkt,
+						u8 nak,
+						enum ib_wc_status recv_status)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	srnic_resp_nak(qp, pkt->psn, SRNIC_AETH_NAK, nak);
+	if (resp->have_rwqe)
+		srnic_resp_complete(qp, recv_status, IB_WC_RECV, 0, NULL, NULL);
+	srnic_resp_end_message(qp);
+	return SRNIC_RESP_FATAL;
+}
+
+/* Take a receive WQE for a SEND or a WRITE with immediate data. */
+static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
+						    const struct srnic_pkt *pkt)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	if (resp->have_rwqe)
+		return SRNIC_RESP_OK;
+	if (!srnic_rq_take(qp, resp->rwqe)) {
+		srnic_resp_nak(qp, pkt->psn, SRNIC_AETH_RNR_NAK,
+			       READ_ONCE(qp->attrs.min_rnr_timer));
+		/* Its followers are expected to be out of sequence. */
+		resp->nak_seq_sent = true;
+		return SRNIC_RESP_RNR;
+	}
+	resp->have_rwqe = true;
+	if (resp->rwqe->num_sge > qp->rq.max_sge)
+		return srnic_resp_fatal(qp, pkt,
+					SRNIC_NAK_REMOTE_OPERATIONAL_ERROR,
+					IB_WC_LOC_QP_OP_ERR);
+	return SRNIC_RESP_OK;
+}
+
+/* Copy a SEND's payload into the receive WQE's buffers. */
+static void srnic_resp_scatter(const struct srnic_sgl *sgl, u64 offset,
+			       const u8 *src, u32 len)
+{
+	unsigned int i;
+
+	for (i = 0; i < sgl->num && len; i++) {
+		const struct srnic_seg *seg = &sgl->seg[i];
+		u32 n;
+
+		if (offset >= seg->len) {
+			offset -= seg->len;
+			continue;
+		}
+		n = min_t(u64, seg->len - offset, len);
+		srnic_mr_copy_to(seg->mr, seg->iova + offset, src, n);
+		src += n;
+		len -= n;
+		offset = 0;
+	}
+}
+
+static enum srnic_resp_verdict srnic_resp_send(struct srnic_qp *qp,
+					       struct sk_buff *skb,
+					       const struct srnic_pkt *pkt)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	struct srnic_resp *resp = &qp->resp;
+	enum srnic_resp_verdict v;
+
+	if (pkt->flags & SRNIC_OPF_FIRST) {
+		v = srnic_resp_take_rwqe(qp, pkt);
+		if (v != SRNIC_RESP_OK)
+			return v;
+		if (srnic_sgl_get(sdev, to_srnic_pd(qp->ibqp.pd),
+				  (const struct srnic_sge *)(resp->rwqe + 1),
+				  resp->rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
+				  &resp->sgl) != IB_WC_SUCCESS)
+			return srnic_resp_fatal(qp, pkt,
+					SRNIC_NAK_REMOTE_OPERATIONAL_ERROR,
+					IB_WC_LOC_PROT_ERR);
+		resp->msg = SRNIC_RESP_SEND;
+		resp->offset = 0;
+	}
+	if (resp->offset + pkt->payload_len > resp->sgl.len)
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_LOC_LEN_ERR);
+	srnic_resp_scatter(&resp->sgl, resp->offset, skb->data + pkt->hdr_len,
+			   pkt->payload_len);
+	resp->offset += pkt->payload_len;
+	if (pkt->flags & SRNIC_OPF_LAST) {
+		srnic_resp_complete(qp, IB_WC_SUCCESS, IB_WC_RECV,
+				    resp->offset, pkt, skb);
+		srnic_resp_end_message(qp);
+		resp->msn++;
+	}
+	return SRNIC_RESP_OK;
+}
+
+static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
+						struct sk_buff *skb,
+						const struct srnic_pkt *pkt)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	struct srnic_resp *resp = &qp->resp;
+	enum srnic_resp_verdict v;
+
+	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_WRITE))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
+					IB_WC_REM_ACCESS_ERR);
+	if (pkt->flags & SRNIC_OPF_FIRST) {
+		const struct srnic_reth *reth =
+			(const struct srnic_reth *)(skb->data + pkt->reth);
+		u64 va = be64_to_cpu(reth->va);
+		u32 len = be32_to_cpu(reth->dma_len);
+
+		/* An RNR must come before any byte is written. */
+		if (pkt->immdt && !srnic_wq_has_work(qp, &qp->rq)) {
+			v = srnic_resp_take_rwqe(qp, pkt);
+			if (v != SRNIC_RESP_OK)
+				return v;
+		}
+		resp->write_mr = NULL;
+		if (len) {
+			struct srnic_mr *mr;
+
+			mr = srnic_mr_lookup(sdev, be32_to_cpu(reth->rkey),
+					     SRNIC_RKEY,
+					     to_srnic_pd(qp->ibqp.pd),
+					     IB_ACCESS_REMOTE_WRITE, va, len);
+			if (IS_ERR(mr))
+				return srnic_resp_fatal(qp, pkt,
+						SRNIC_NAK_REMOTE_ACCESS_ERROR,
+						IB_WC_REM_ACCESS_ERR);
+			resp->write_mr = mr;
+		}
+		resp->write_va = va;
+		resp->write_len = len;
+		resp->offset = 0;
+		resp->msg = SRNIC_RESP_WRITE;
+	}
+	if (resp->offset + pkt->payload_len > resp->write_len ||
+	    ((pkt->flags & SRNIC_OPF_LAST) &&
+	     resp->offset + pkt->payload_len != resp->write_len))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_LOC_LEN_ERR);
+	if (pkt->immdt) {
+		v = srnic_resp_take_rwqe(qp, pkt);
+		if (v != SRNIC_RESP_OK)
+			return v;	/* nothing of this packet written */
+	}
+	if (pkt->payload_len)
+		srnic_mr_copy_to(resp->write_mr, resp->write_va + resp->offset,
+				 skb->data + pkt->hdr_len, pkt->payload_len);
+	resp->offset += pkt->payload_len;
+	if (pkt->flags & SRNIC_OPF_LAST) {
+		if (pkt->immdt)
+			srnic_resp_complete(qp, IB_WC_SUCCESS,
+					    IB_WC_RECV_RDMA_WITH_IMM,
+					    resp->write_len, pkt, skb);
+		srnic_resp_end_message(qp);
+		resp->msn++;
+	}
+	return SRNIC_RESP_OK;
+}
+
+/*
+ * Start the responses of a READ request (a new one, or a duplicate asking
+ * again from its PSN). Returns false if it may not be served.
+ */
+static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
+				  const struct srnic_pkt *pkt)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	const struct srnic_reth *reth =
+		(const struct srnic_reth *)(skb->data + pkt->reth);
+	struct srnic_resp *resp = &qp->resp;
+	u64 va = be64_to_cpu(reth->va);
+	u32 len = be32_to_cpu(reth->dma_len);
+	u32 mtu = srnic_qp_mtu(qp);
+	struct srnic_mr *mr = NULL;
+
+	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_READ))
+		return false;
+	if (len) {
+		mr = srnic_mr_lookup(sdev, be32_to_cpu(reth->rkey), SRNIC_RKEY,
+				     to_srnic_pd(qp->ibqp.pd),
+				     IB_ACCESS_REMOTE_READ, va, len);
+		if (IS_ERR(mr))
+			return false;
+	}
+	/* ACKs owed go out before the responses. */
+	srnic_resp_flush_ack(qp);
+	resp->read_mr = mr;
+	resp->read_va = va;
+	resp->read_left = len;
+	resp->read_psn = pkt->psn;
+	resp->read_last_psn = srnic_psn_add(pkt->psn,
+					    (len ? DIV_ROUND_UP(len, mtu) : 1) -
+					    1);
+	resp->read_first = true;
+	resp->reading = true;
+	return true;
+}
+
+static enum srnic_resp_verdict srnic_resp_read(struct srnic_qp *qp,
+					       struct sk_buff *skb,
+					       const struct srnic_pkt *pkt)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	resp->msn++;
+	if (!srnic_resp_start_read(qp, skb, pkt)) {
+		resp->msn--;
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
+					IB_WC_REM_ACCESS_ERR);
+	}
+	resp->epsn = srnic_psn_add(resp->read_last_psn, 1);
+	return SRNIC_RESP_OK;
+}
+
+/* Is @pkt a valid next packet given the message being received? */
+static bool srnic_resp_sequence_ok(struct srnic_qp *qp,
+				   const struct srnic_pkt *pkt)
+{
+	u32 flags = pkt->flags;
+
+	switch (qp->resp.msg) {
+	case SRNIC_RESP_SEND:
+		return (flags & SRNIC_OPF_SEND) && !(flags & SRNIC_OPF_FIRST);
+	case SRNIC_RESP_WRITE:
+		return (flags & SRNIC_OPF_WRITE) && !(flags & SRNIC_OPF_FIRST);
+	default:
+		return flags & SRNIC_OPF_FIRST;
+	}
+}
+
+static enum srnic_resp_verdict srnic_resp_execute(struct srnic_qp *qp,
+						  struct sk_buff *skb,
+						  const struct srnic_pkt *pkt)
+{
+	u32 mtu = srnic_qp_mtu(qp);
+
+	if (!srnic_resp_sequence_ok(qp, pkt) ||
+	    pkt->payload_len > mtu ||
+	    (!(pkt->flags & SRNIC_OPF_LAST) && !pkt->payload_len))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
+	/* Memory windows and atomics come with their own support. */
+	if (pkt->ieth || (pkt->flags & SRNIC_OPF_ATOMIC))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
+	if (pkt->flags & SRNIC_OPF_SEND)
+		return srnic_resp_send(qp, skb, pkt);
+	if (pkt->flags & SRNIC_OPF_WRITE)
+		return srnic_resp_write(qp, skb, pkt);
+	return srnic_resp_read(qp, skb, pkt);
+}
+
+/* A request behind epsn: answer it again, execute nothing again. */
+static void srnic_resp_duplicate(struct srnic_qp *qp, struct sk_buff *skb,
+				 const struct srnic_pkt *pkt)
+{
+	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_DUPLICATE);
+	if (pkt->flags & SRNIC_OPF_READ) {
+		srnic_resp_start_read(qp, skb, pkt);
+		return;
+	}
+	qp->resp.ack_pending = true;
+}
+
+/**
+ * srnic_resp_rx_request() - a request packet for the QP's responder
+ * @qp: the QP, called from its task
+ * @skb: the packet (srnic_skb_pkt() holds its headers); consumed
+ */
+void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
+{
+	const struct srnic_pkt *pkt = srnic_skb_pkt(skb);
+	struct srnic_resp *resp = &qp->resp;
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	int cmp;
+
+	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
+	    state == IB_QPS_ERR)
+		goto out;
+	cmp = srnic_psn_cmp(pkt->psn, resp->epsn);
+	if (cmp > 0) {
+		srnic_count(to_srnic_dev(qp->ibqp.device),
+			    SRNIC_CNT_RX_OUT_OF_SEQUENCE);
+		if (!resp->nak_seq_sent) {
+			srnic_resp_nak(qp, resp->epsn, SRNIC_AETH_NAK,
+				       SRNIC_NAK_PSN_SEQUENCE_ERROR);
+			resp->nak_seq_sent = true;
+		}
+		goto out;
+	}
+	if (cmp < 0) {
+		srnic_resp_duplicate(qp, skb, pkt);
+		goto out;
+	}
+
+	switch (srnic_resp_execute(qp, skb, pkt)) {
+	case SRNIC_RESP_OK:
+		resp->nak_seq_sent = false;
+		if (!(pkt->flags & SRNIC_OPF_READ)) {
+			resp->epsn = srnic_psn_add(resp->epsn, 1);
+			if (pkt->ack_req)
+				resp->ack_pending = true;
+		}
+		break;
+	case SRNIC_RESP_RNR:
+		break;
+	case SRNIC_RESP_FATAL:
+		srnic_qp_to_error(qp, IB_EVENT_QP_REQ_ERR);
+		break;
+	}
+out:
+	consume_skb(skb);
+}
+
+/**
+ * srnic_resp_run() - send READ responses
+ * @qp: the QP, from its task
+ * @budget: packets to send at most
+ *
+ * Return: true if responses remain to be sent.
+ */
+bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
+{
+	struct srnic_resp *resp = &qp->resp;
+	u32 mtu = srnic_qp_mtu(qp);
+
+	while (resp->reading && budget--) {
+		bool last = resp->read_psn == resp->read_last_psn;
+		struct srnic_txd txd = {
+			.psn = resp->read_psn,
+			.aeth = srnic_aeth(SRNIC_AETH_ACK,
+					   SRNIC_AETH_CREDITS_UNLIMITED,
+					   resp->msn),
+			.mr = resp->read_mr,
+			.offset = resp->read_va,
+			.len = min(mtu, resp->read_left),
+		};
+		u8 op;
+
+		if (resp->read_first)
+			op = last ? SRNIC_OP_READ_RESPONSE_ONLY :
+				    SRNIC_OP_READ_RESPONSE_FIRST;
+		else
+			op = last ? SRNIC_OP_READ_RESPONSE_LAST :
+				    SRNIC_OP_READ_RESPONSE_MIDDLE;
+		txd.opcode = SRNIC_OPCODE(SRNIC_TRANSPORT_RC, op);
+		srnic_rc_tx(qp, &txd);
+		resp->read_va += txd.len;
+		resp->read_left -= txd.len;
+		resp->read_first = false;
+		resp->read_psn = srnic_psn_add(resp->read_psn, 1);
+		if (last) {
+			if (resp->read_mr)
+				srnic_mr_put(resp->read_mr);
+			resp->read_mr = NULL;
+			resp->reading = false;
+		}
+	}
+	return resp->reading;
+}
+
+/**
+ * srnic_resp_reset() - drop the responder's state (error or reset)
+ * @qp: the QP; its task, or the task stopped
+ *
+ * A receive WQE taken for a message cut short completes with
+ * IB_WC_WR_FLUSH_ERR in the error state (after the WQEs the error state
+ * flushed from the RQ), and is discarded in RESET like the RQ's.
+ */
+void srnic_resp_reset(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	if (resp->have_rwqe && READ_ONCE(qp->state) == IB_QPS_ERR)
+		srnic_cq_post_flush(to_srnic_cq(qp->ibqp.recv_cq),
+				    resp->rwqe->wr_id, qp->ibqp.qp_num,
+				    IB_WC_RECV);
+	srnic_resp_end_message(qp);
+	if (resp->read_mr)
+		srnic_mr_put(resp->read_mr);
+	resp->read_mr = NULL;
+	resp->reading = false;
+	resp->have_rwqe = false;
+	resp->ack_pending = false;
+	resp->nak_seq_sent = false;
+}
+
+/**
+ * srnic_resp_init() - responder state of a new QP
+ * @qp: the QP
+ */
+int srnic_resp_init(struct srnic_qp *qp)
+{
+	qp->resp.rwqe = kmalloc(SRNIC_MAX_RQ_ENTRY_SIZE, GFP_KERNEL);
+	return qp->resp.rwqe ? 0 : -ENOMEM;
+}
+
+/**
+ * srnic_resp_cleanup() - undo srnic_resp_init(); the task is stopped
+ * @qp: the QP
+ */
+void srnic_resp_cleanup(struct srnic_qp *qp)
+{
+	srnic_resp_reset(qp);
+	kfree(qp->resp.rwqe);
+	qp->resp.rwqe = NULL;
+}
