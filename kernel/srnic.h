@@ -679,7 +679,6 @@ struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev);
 void srnic_unregister_net_devices(struct net *net);
 int srnic_local_gid_ifindex(struct net *net, const union ib_gid *gid);
 
-
 /* srnic_net.c: per-namespace UDP sockets, receive and transmit */
 struct srnic_pkt;
 int srnic_net_register(void);
@@ -839,6 +838,7 @@ static inline struct srnic_pkt *srnic_skb_pkt(struct sk_buff *skb)
 {
 	return (struct srnic_pkt *)skb->cb;
 }
+
 u32 srnic_qp_mtu(struct srnic_qp *qp);
 
 /* 24-bit PSN arithmetic: < 0, 0, > 0 as @a is before, at, after @b. */

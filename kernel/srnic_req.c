@@ -76,8 +76,8 @@ static void srnic_req_arm_timer(struct srnic_qp *qp)
 
 	if (!qp->attrs.timeout)
 		return;
-	delay = max(nsecs_to_jiffies64(nsecs),
-		    (u64)msecs_to_jiffies(SRNIC_REQ_MIN_TIMEOUT_MS));
+	delay = max_t(u64, nsecs_to_jiffies64(nsecs),
+		      msecs_to_jiffies(SRNIC_REQ_MIN_TIMEOUT_MS));
 	mod_timer(&qp->req.timer, jiffies + delay);
 }
 
@@ -534,7 +534,7 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 	u32 index = srnic_req_head(qp);
 	struct srnic_req_wqe *rw;
 	enum ib_wc_status status;
-	bool last;
+	bool first, last;
 
 	/* A response acknowledges every request before its READ. */
 	srnic_req_ack(qp, srnic_psn_add(pkt->psn, SRNIC_PSN_MASK));
@@ -577,8 +577,9 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 		}
 		return false;
 	}
+	first = pkt->psn == rw->first_psn;
 	last = pkt->psn == rw->last_psn;
-	if ((!!(pkt->flags & SRNIC_OPF_FIRST) != (pkt->psn == rw->first_psn)) ||
+	if (!!(pkt->flags & SRNIC_OPF_FIRST) != first ||
 	    (!!(pkt->flags & SRNIC_OPF_LAST) != last) ||
 	    req->read_offset + pkt->payload_len > rw->len ||
 	    (last && req->read_offset + pkt->payload_len != rw->len) ||
