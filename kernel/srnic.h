@@ -58,7 +58,7 @@
 #define SRNIC_MAX_QP_WR BIT(14)
 #define SRNIC_MAX_SGE 32
 #define SRNIC_MAX_INLINE_DATA 512
-#define SRNIC_MAX_RD_ATOMIC 16
+#define SRNIC_MAX_RD_ATOMIC 128	/* as rxe: peers ask for its limit */
 
 /*
  * Memory regions. An MR key is (index << 8) | key byte, and the index
@@ -860,6 +860,7 @@ void srnic_req_start(struct srnic_qp *qp);
 bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget);
 void srnic_req_rx_response(struct srnic_qp *qp, struct sk_buff *skb);
 bool srnic_req_wire_has_work(struct srnic_qp *qp);
+bool srnic_req_wire_waiting(struct srnic_qp *qp);
 
 /* srnic_resp.c: the RC responder for requests from the wire */
 int srnic_resp_init(struct srnic_qp *qp);

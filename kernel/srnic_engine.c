@@ -23,7 +23,7 @@
 
 #include "srnic.h"
 
-static unsigned int poll_usecs = 50;
+static unsigned int poll_usecs = 2000;
 module_param(poll_usecs, uint, 0644);
 MODULE_PARM_DESC(poll_usecs,
 		 "Microseconds an idle engine keeps polling rings before it sleeps (0: never poll)");

@@ -751,6 +751,12 @@ static bool srnic_qp_prepare_sleep(struct srnic_engine_task *task)
 {
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 
+	/*
+	 * A requester waiting for ACKs runs again when they (or its timers)
+	 * come, and looks at the SQ then: posts meanwhile need no doorbell.
+	 */
+	if (!qp->req.local_ifindex && srnic_req_wire_waiting(qp))
+		return srnic_qp_has_work(task);
 	srnic_queue_set_need_wakeup(&qp->sq.ring, true);
 	/*
 	 * Flag before the re-read of the producer index; pairs with the

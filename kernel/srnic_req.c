@@ -737,6 +737,25 @@ bool srnic_req_wire_has_work(struct srnic_qp *qp)
 }
 
 /**
+ * srnic_req_wire_waiting() - will an ACK or a timer run the requester?
+ * @qp: a QP with a wire destination, from its task
+ *
+ * True while requests are outstanding and a response or the local ACK
+ * timer (or the RNR timer) is sure to come.
+ */
+bool srnic_req_wire_waiting(struct srnic_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (state != IB_QPS_RTS && state != IB_QPS_SQD)
+		return false;
+	if (qp->req.rnr_waiting)
+		return true;
+	return srnic_req_outstanding(qp) && qp->attrs.timeout &&
+	       timer_pending(&qp->req.timer);
+}
+
+/**
  * srnic_req_start() - the QP enters RTS from RTR: start at sq_psn
  * @qp: the QP; state_lock held, the requester not running
  */

@@ -4,7 +4,7 @@
 # summary line over all of them. Usage: scripts/run-vm-suites.sh tests/test_X.py...
 # Extra pytest arguments may be given in SRNIC_PYTEST_ARGS (e.g. "-k rename").
 # These variables, when set, pass through into the VM: SRNIC_TEST_DEVICE_KIND
-# (srnic or rxe: the device kind the RC suites in tests/pending/ test),
+# (srnic or rxe: the device kind the RC suites in tests/ test),
 # SRNIC_TEST_WC_TIMEOUT and SRNIC_TEST_TOOL_TIMEOUT (their waits, seconds),
 # SRNIC_TEST_TOPOLOGIES (comma-separated subset of tests/topology.py's) and
 # PYTEST_ADDOPTS (pytest's own, split like a shell: -k 'a or b' works there).
