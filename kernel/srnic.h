@@ -560,6 +560,7 @@ enum srnic_resp_msg {
  * @read_last_psn: PSN of the last response packet
  * @read_first: the next response packet is the first
  * @reading: READ response packets remain to be sent
+ * @fatal_event: the async event of the fatal error just NAKed
  */
 struct srnic_resp {
 	u32 epsn;
@@ -581,6 +582,7 @@ struct srnic_resp {
 	u32 read_last_psn;
 	bool read_first;
 	bool reading;
+	enum ib_event_type fatal_event;
 };
 
 /**

@@ -128,6 +128,11 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 {
 	struct srnic_resp *resp = &qp->resp;
 
+	/* IBTA 11.6.3.1: the affiliated event the error state reports. */
+	resp->fatal_event = nak == SRNIC_NAK_REMOTE_ACCESS_ERROR ?
+			    IB_EVENT_QP_ACCESS_ERR :
+			    nak == SRNIC_NAK_INVALID_REQUEST ?
+			    IB_EVENT_QP_REQ_ERR : IB_EVENT_QP_FATAL;
 	srnic_resp_nak(qp, pkt->psn, SRNIC_AETH_NAK, nak);
 	if (resp->have_rwqe)
 		srnic_resp_complete(qp, recv_status, IB_WC_RECV, 0, NULL, NULL);
@@ -432,7 +437,7 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 	case SRNIC_RESP_RNR:
 		break;
 	case SRNIC_RESP_FATAL:
-		srnic_qp_to_error(qp, IB_EVENT_QP_REQ_ERR);
+		srnic_qp_to_error(qp, resp->fatal_event);
 		break;
 	}
 out:
