@@ -221,6 +221,8 @@ struct srnic_dev {
 	atomic64_t counters[SRNIC_NUM_COUNTERS];
 	struct srnic_engine *engines;
 	unsigned int num_engines;
+	struct xarray ah_table;
+	u32 ah_next;
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -871,6 +873,37 @@ void srnic_resp_reset(struct srnic_qp *qp);
 void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb);
 bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget);
 void srnic_resp_flush_ack(struct srnic_qp *qp);
+
+/*
+ * srnic_ah.c: address handles. An AH number is an index in [1, SRNIC_MAX_AH]
+ * of the device's ah_table, so 0 never names an AH.
+ */
+#define SRNIC_MAX_AH (BIT(16) - 1)
+
+/**
+ * struct srnic_ah - an address handle
+ * @ibah: ib_core's AH; @ibah.sgid_attr holds the source GID's reference
+ * @attr: the address vector as created; @attr.grh.sgid_attr is NULL (the
+ *	  reference is @ibah.sgid_attr's)
+ * @ah_num: index in the device's ah_table, given to the provider
+ */
+struct srnic_ah {
+	struct ib_ah ibah;
+	struct rdma_ah_attr attr;
+	u32 ah_num;
+};
+
+static inline struct srnic_ah *to_srnic_ah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct srnic_ah, ibah);
+}
+
+void srnic_ah_table_init(struct srnic_dev *sdev);
+void srnic_ah_table_destroy(struct srnic_dev *sdev);
+int srnic_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+		    struct ib_udata *udata);
+int srnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
+int srnic_destroy_ah(struct ib_ah *ibah, u32 flags);
 
 /* srnic_verbs.c: the ib_device_ops table */
 int srnic_udata_check_tail(struct ib_udata *udata, size_t known);

@@ -3,7 +3,7 @@
  * srnic: verb entry points and the ib_device_ops table.
  *
  * Device and port queries, user contexts and protection domains; memory
- * regions are in srnic_mr.c. What is
+ * regions are in srnic_mr.c, address handles in srnic_ah.c. What is
  * not implemented yet is left out of the ops table, so ib_core and uverbs
  * answer EOPNOTSUPP for it, and query_device reports zero for it.
  */
@@ -34,6 +34,7 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->vendor_part_id = SRNIC_VENDOR_PART_ID;
 	attr->hw_ver = SRNIC_ABI_VERSION;
 	attr->max_pd = SRNIC_MAX_PD;
+	attr->max_ah = SRNIC_MAX_AH;
 	attr->max_cq = SRNIC_MAX_CQ;
 	attr->max_cqe = SRNIC_MAX_CQE;
 	attr->max_qp = SRNIC_MAX_QP;
@@ -50,7 +51,7 @@ static int srnic_query_device(struct ib_device *ibdev,
 	/* `rdma link delete` may remove the device it created. */
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	/*
-	 * SRQs, AHs: none until the data path has them; no
+	 * SRQs: none until the data path has them; no
 	 * IB_DEVICE_MEM_MGT_EXTENSIONS and no max_fast_reg_page_list_len
 	 * either, as no QP executes IB_WR_REG_MR yet.
 	 */
@@ -303,12 +304,15 @@ const struct ib_device_ops srnic_dev_ops = {
 	.alloc_mr = srnic_alloc_mr,
 	.alloc_pd = srnic_alloc_pd,
 	.alloc_ucontext = srnic_alloc_ucontext,
+	.create_ah = srnic_create_ah,
 	.create_cq = srnic_create_cq,
 	.create_qp = srnic_create_qp,
+	.create_user_ah = srnic_create_ah,
 	.dealloc_driver = srnic_dev_dealloc,
 	.dealloc_pd = srnic_dealloc_pd,
 	.dealloc_ucontext = srnic_dealloc_ucontext,
 	.dereg_mr = srnic_dereg_mr,
+	.destroy_ah = srnic_destroy_ah,
 	.destroy_cq = srnic_destroy_cq,
 	.destroy_qp = srnic_destroy_qp,
 	.device_group = &srnic_dev_attr_group,
@@ -326,13 +330,15 @@ const struct ib_device_ops srnic_dev_ops = {
 	.poll_cq = srnic_poll_cq,
 	.post_recv = srnic_post_recv,
 	.post_send = srnic_post_send,
+	.query_ah = srnic_query_ah,
 	.query_device = srnic_query_device,
 	.query_pkey = srnic_query_pkey,
 	.query_port = srnic_query_port,
-	.reg_user_mr = srnic_reg_user_mr,
 	.query_qp = srnic_query_qp,
+	.reg_user_mr = srnic_reg_user_mr,
 	.req_notify_cq = srnic_req_notify_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, srnic_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, srnic_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, srnic_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, srnic_qp, ibqp),

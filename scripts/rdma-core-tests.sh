@@ -16,7 +16,9 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
 cd "$REPO"
 modules=("$@")
-[ ${#modules[@]} -gt 0 ] || modules=(test_device test_pd test_cq test_qp)
+# Default: the modules tests/test_rdma_core.py holds to no failure.
+[ ${#modules[@]} -gt 0 ] ||
+	modules=(test_device test_pd test_mr test_cq test_cq_events test_qp test_addr)
 
 if [ -z "${SRNIC_VM:-}" ]; then
 	rm -rf build/rdma-tests

@@ -3,6 +3,7 @@
 // Registration of the srnic provider with libibverbs, and nothing else: how
 // devices are matched, the table of verbs srnic implements, device and context
 // allocation. The verbs themselves live in files named for their objects.
+#include "ah.h"
 #include "context.h"
 #include "cq.h"
 #include "device.h"
@@ -49,15 +50,17 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 }
 
 // The verbs srnic implements, in verbs_context_ops' (alphabetical) order. The
-// others keep libibverbs' defaults, which fail with EOPNOTSUPP: SRQs and AHs
-// come once the kernel implements them.
+// others keep libibverbs' defaults, which fail with EOPNOTSUPP: SRQs come
+// once the kernel implements them.
 constinit const verbs_context_ops srnic_context_ops = {
 	.alloc_pd = srnic::alloc_pd,
+	.create_ah = srnic::create_ah,
 	.create_cq = srnic::create_cq,
 	.create_qp = srnic::create_qp,
 	.create_qp_ex = srnic::create_qp_ex,
 	.dealloc_pd = srnic::dealloc_pd,
 	.dereg_mr = srnic::dereg_mr,
+	.destroy_ah = srnic::destroy_ah,
 	.destroy_cq = srnic::destroy_cq,
 	.destroy_qp = srnic::destroy_qp,
 	.free_context = srnic_free_context,

@@ -404,6 +404,19 @@ int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr, int attr_ma
 int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		      struct ibv_modify_qp *cmd, size_t cmd_size);
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+// ---- Address handles (driver.h) ------------------------------------------
+
+// The fixed part of struct ib_uverbs_create_ah_resp; the command itself
+// (struct ibv_create_ah) is built by libibverbs and carries no driver data.
+struct ibv_create_ah_resp_core {
+	__u32 ah_handle;
+};
+
+// Both return 0 or a positive errno; fill ah->handle and ah->context.
+int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah, struct ibv_ah_attr *attr,
+		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size);
+int ibv_cmd_destroy_ah(struct ibv_ah *ah);
+
 // The uverbs POST_SEND/POST_RECV write commands; with wr == NULL they carry
 // no work request, which srnic's kernel treats as a doorbell.
 int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
@@ -448,9 +461,11 @@ static_assert(offsetof(struct verbs_context_ops, query_device_ex) == 464);
 static_assert(offsetof(struct verbs_context_ops, query_port) == 480);
 static_assert(offsetof(struct verbs_context_ops, reg_mr) == 544);
 static_assert(offsetof(struct verbs_context_ops, unimport_pd) == 600);
+static_assert(offsetof(struct verbs_context_ops, create_ah) == 104);
 static_assert(offsetof(struct verbs_context_ops, create_cq) == 120);
 static_assert(offsetof(struct verbs_context_ops, create_qp) == 152);
 static_assert(offsetof(struct verbs_context_ops, create_qp_ex) == 160);
+static_assert(offsetof(struct verbs_context_ops, destroy_ah) == 232);
 static_assert(offsetof(struct verbs_context_ops, destroy_cq) == 248);
 static_assert(offsetof(struct verbs_context_ops, destroy_qp) == 272);
 static_assert(offsetof(struct verbs_context_ops, modify_qp) == 376);
@@ -509,5 +524,8 @@ static_assert(sizeof(struct ibv_get_context_resp_core) ==
 static_assert(alignof(struct ibv_get_context_resp_core) ==
 	      alignof(struct ib_uverbs_get_context_resp));
 static_assert(sizeof(struct ibv_alloc_pd_resp_core) == sizeof(struct ib_uverbs_alloc_pd_resp));
+static_assert(sizeof(struct ibv_create_ah_resp_core) == sizeof(struct ib_uverbs_create_ah_resp));
+static_assert(alignof(struct ibv_create_ah_resp_core) ==
+	      alignof(struct ib_uverbs_create_ah_resp));
 
 #endif // SRNIC_VERBS_DRIVER_ABI_H

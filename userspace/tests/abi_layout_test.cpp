@@ -3,6 +3,7 @@
 // Layouts the kernel and the provider must agree on: the shared rings of
 // srnic-abi.h, and the driver data each verb command carries (the kernel sees
 // it as udata; its lengths are listed here so the kernel side can check them).
+#include "ah.h"
 #include "context.h"
 #include "mr.h"
 #include "pd.h"
@@ -75,6 +76,16 @@ TEST(VerbsCommands, AllocPdCarriesOnlyTheSrnicResponse)
 {
 	EXPECT_EQ(sizeof(AllocPdResp) - sizeof(ib_uverbs_alloc_pd_resp), 8u);
 	EXPECT_EQ(offsetof(AllocPdResp, driver), sizeof(ib_uverbs_alloc_pd_resp));
+}
+
+TEST(VerbsCommands, CreateAhCarriesOnlyTheSrnicResponse)
+{
+	// ibv_cmd_create_ah sends the core request alone (udata.inlen == 0);
+	// the kernel writes struct srnic_create_ah_resp right after the 4-byte
+	// core response.
+	EXPECT_EQ(sizeof(CreateAhResp) - sizeof(ib_uverbs_create_ah_resp), 8u);
+	EXPECT_EQ(offsetof(CreateAhResp, driver), sizeof(ib_uverbs_create_ah_resp));
+	EXPECT_EQ(offsetof(CreateAhResp, driver.ah_num), 4u);
 }
 
 TEST(VerbsCommands, RegMrCarriesNoSrnicData)

@@ -101,6 +101,16 @@ struct srnic_create_srq_resp {
 	__u32 reserved;
 };
 
+/*
+ * create_ah has no request data. The response names the AH to the kernel:
+ * a UD send WQE carries ah_num as its ud.ah_handle. It follows the 4-byte
+ * struct ib_uverbs_create_ah_resp, hence no 64-bit member.
+ */
+struct srnic_create_ah_resp {
+	__u32 ah_num;
+	__u32 reserved;
+};
+
 /* ---- Shared queue control record ----------------------------------- */
 
 /* srnic_queue_ctrl.flags, written by the kernel engine */
@@ -262,6 +272,7 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_resp, 56);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_resp, 32);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_ah_resp, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_queue_ctrl, 3 * SRNIC_CACHELINE_SIZE);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_sge, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_send_wqe, 64);
