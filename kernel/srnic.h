@@ -16,6 +16,7 @@
 #include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
+#include <linux/prandom.h>
 #include <linux/rcupdate.h>
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
@@ -121,12 +122,15 @@ enum srnic_counter {
  * @runnable: tasks with work, queued once each (SRNIC_TASK_QUEUED)
  * @control: attach/detach requests for the thread to carry out
  * @polled: tasks whose rings the thread polls; only the thread uses it
+ * @window_ns: how long the thread polls after work before it sleeps
+ *	       (adaptive); only the thread uses it
  */
 struct srnic_engine {
 	struct task_struct *thread;
 	struct llist_head runnable;
 	struct llist_head control;
 	struct list_head polled;
+	u64 window_ns;
 };
 
 struct srnic_engine_task;
@@ -171,6 +175,58 @@ struct srnic_engine_task {
 	struct list_head polled;
 };
 
+/* Fault injection (srnic_fault.c): directions and kinds. */
+enum srnic_fault_dir {
+	SRNIC_FAULT_TX,
+	SRNIC_FAULT_RX,
+	SRNIC_FAULT_NUM_DIRS,
+};
+
+enum srnic_fault_kind {
+	SRNIC_FAULT_DROP,
+	SRNIC_FAULT_CORRUPT,
+	SRNIC_FAULT_DUPLICATE,
+	SRNIC_FAULT_DELAY,
+	SRNIC_FAULT_REORDER,
+	SRNIC_FAULT_NUM_KINDS,
+};
+
+struct srnic_fault;
+
+/* One probability file in debugfs. */
+struct srnic_fault_knob {
+	struct srnic_fault *fault;
+	u32 *value;
+};
+
+/**
+ * struct srnic_fault - a device's fault injection (srnic_fault.c)
+ * @active: any probability is non-zero
+ * @stopped: the device is going away: hold nothing more
+ * @lock: protects @rnd and @seed
+ * @rnd: the pseudo-random sequence
+ * @seed: its last seed
+ * @ppm: probabilities in parts per million, by direction and kind
+ * @delay_us: hold time of delayed packets (bound for reordered ones)
+ * @injected: faults injected, by direction and kind
+ * @held: delayed and reordered packets by release time (skb->tstamp)
+ * @timer: releases @held
+ * @knobs: what the debugfs files of @ppm point to
+ */
+struct srnic_fault {
+	bool active;
+	bool stopped;
+	spinlock_t lock;	/* @rnd, @seed */
+	struct rnd_state rnd;
+	u64 seed;
+	u32 ppm[SRNIC_FAULT_NUM_DIRS][SRNIC_FAULT_NUM_KINDS];
+	u32 delay_us;
+	atomic64_t injected[SRNIC_FAULT_NUM_DIRS][SRNIC_FAULT_NUM_KINDS];
+	struct sk_buff_head held[SRNIC_FAULT_NUM_DIRS];
+	struct timer_list timer[SRNIC_FAULT_NUM_DIRS];
+	struct srnic_fault_knob knobs[SRNIC_FAULT_NUM_DIRS][SRNIC_FAULT_NUM_KINDS];
+};
+
 /**
  * struct srnic_dev - one srnic RDMA device, bound to one netdev
  * @ibdev: the ib_core device; freed by ib_core after dealloc_driver
@@ -197,6 +253,7 @@ struct srnic_engine_task {
  * @counters: enum srnic_counter, updated from any context
  * @engines: the device's NIC engines
  * @num_engines: how many
+ * @fault: packet fault injection (debugfs)
  */
 struct srnic_dev {
 	struct ib_device ibdev;
@@ -221,6 +278,7 @@ struct srnic_dev {
 	atomic64_t counters[SRNIC_NUM_COUNTERS];
 	struct srnic_engine *engines;
 	unsigned int num_engines;
+	struct srnic_fault fault;
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -693,6 +751,14 @@ struct sk_buff *srnic_tx_alloc(struct srnic_dev *sdev,
 			       unsigned int transport_len, gfp_t gfp);
 int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 		  const struct srnic_path *path, u32 transport_hdr_len);
+int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb);
+void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb);
+
+/* srnic_fault.c: packet fault injection */
+void srnic_fault_init(struct srnic_dev *sdev);
+void srnic_fault_stop(struct srnic_dev *sdev);
+bool srnic_fault_inject(struct srnic_dev *sdev, enum srnic_fault_dir dir,
+			struct sk_buff *skb);
 
 /* srnic_counters.c: `rdma statistic` */
 struct rdma_hw_stats *srnic_alloc_hw_port_stats(struct ib_device *ibdev,
