@@ -102,6 +102,7 @@ enum srnic_counter {
 	SRNIC_CNT_RX_DROP_UNEXPECTED,	/* stale or bogus response, dropped */
 	SRNIC_CNT_RX_DUPLICATE,		/* duplicate requests answered */
 	SRNIC_CNT_RX_OUT_OF_SEQUENCE,	/* requests ahead of the expected PSN */
+	SRNIC_CNT_RX_DROP_STALE,	/* work dropped for a READ retry */
 	SRNIC_CNT_TX_PACKETS,		/* packets handed to the IP layer */
 	SRNIC_CNT_TX_ERRORS,		/* packets the IP layer refused */
 	SRNIC_CNT_TX_NAK_SEQ,		/* PSN sequence error NAKs sent */
@@ -542,6 +543,7 @@ struct srnic_req_wqe {
  * @send_psn: PSN of the next packet of @send_index to send
  * @next_psn: first PSN of the next WQE taken
  * @una_psn: oldest PSN not acknowledged
+ * @cwnd: PSNs that may be in flight beyond @una_psn (adapts to loss)
  * @reads: READs outstanding
  * @read_sgl: local SGL of the oldest outstanding READ, which its responses
  *	      fill; valid while @read_sgl_index is that READ's SQ index + 1
@@ -576,6 +578,7 @@ struct srnic_req {
 	u32 send_psn;
 	u32 next_psn;
 	u32 una_psn;
+	u32 cwnd;
 	unsigned int reads;
 	struct srnic_sgl read_sgl;
 	u32 read_sgl_index;
@@ -937,6 +940,7 @@ void srnic_resp_reset(struct srnic_qp *qp);
 void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb);
 bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget);
 void srnic_resp_flush_ack(struct srnic_qp *qp);
+bool srnic_resp_went_back(struct srnic_qp *qp);
 
 /* srnic_verbs.c: the ib_device_ops table */
 int srnic_udata_check_tail(struct ib_udata *udata, size_t known);
