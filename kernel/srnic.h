@@ -16,6 +16,7 @@
 #include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
+#include <linux/prandom.h>
 #include <linux/rcupdate.h>
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
@@ -101,6 +102,7 @@ enum srnic_counter {
 	SRNIC_CNT_RX_DROP_UNEXPECTED,	/* stale or bogus response, dropped */
 	SRNIC_CNT_RX_DUPLICATE,		/* duplicate requests answered */
 	SRNIC_CNT_RX_OUT_OF_SEQUENCE,	/* requests ahead of the expected PSN */
+	SRNIC_CNT_RX_DROP_STALE,	/* work dropped for a READ retry */
 	SRNIC_CNT_TX_PACKETS,		/* packets handed to the IP layer */
 	SRNIC_CNT_TX_ERRORS,		/* packets the IP layer refused */
 	SRNIC_CNT_TX_NAK_SEQ,		/* PSN sequence error NAKs sent */
@@ -121,12 +123,15 @@ enum srnic_counter {
  * @runnable: tasks with work, queued once each (SRNIC_TASK_QUEUED)
  * @control: attach/detach requests for the thread to carry out
  * @polled: tasks whose rings the thread polls; only the thread uses it
+ * @window_ns: how long the thread polls after work before it sleeps
+ *	       (adaptive); only the thread uses it
  */
 struct srnic_engine {
 	struct task_struct *thread;
 	struct llist_head runnable;
 	struct llist_head control;
 	struct list_head polled;
+	u64 window_ns;
 };
 
 struct srnic_engine_task;
@@ -171,6 +176,58 @@ struct srnic_engine_task {
 	struct list_head polled;
 };
 
+/* Fault injection (srnic_fault.c): directions and kinds. */
+enum srnic_fault_dir {
+	SRNIC_FAULT_TX,
+	SRNIC_FAULT_RX,
+	SRNIC_FAULT_NUM_DIRS,
+};
+
+enum srnic_fault_kind {
+	SRNIC_FAULT_DROP,
+	SRNIC_FAULT_CORRUPT,
+	SRNIC_FAULT_DUPLICATE,
+	SRNIC_FAULT_DELAY,
+	SRNIC_FAULT_REORDER,
+	SRNIC_FAULT_NUM_KINDS,
+};
+
+struct srnic_fault;
+
+/* One probability file in debugfs. */
+struct srnic_fault_knob {
+	struct srnic_fault *fault;
+	u32 *value;
+};
+
+/**
+ * struct srnic_fault - a device's fault injection (srnic_fault.c)
+ * @active: any probability is non-zero
+ * @stopped: the device is going away: hold nothing more
+ * @lock: protects @rnd and @seed
+ * @rnd: the pseudo-random sequence
+ * @seed: its last seed
+ * @ppm: probabilities in parts per million, by direction and kind
+ * @delay_us: hold time of delayed packets (bound for reordered ones)
+ * @injected: faults injected, by direction and kind
+ * @held: delayed and reordered packets by release time (skb->tstamp)
+ * @timer: releases @held
+ * @knobs: what the debugfs files of @ppm point to
+ */
+struct srnic_fault {
+	bool active;
+	bool stopped;
+	spinlock_t lock;	/* @rnd, @seed */
+	struct rnd_state rnd;
+	u64 seed;
+	u32 ppm[SRNIC_FAULT_NUM_DIRS][SRNIC_FAULT_NUM_KINDS];
+	u32 delay_us;
+	atomic64_t injected[SRNIC_FAULT_NUM_DIRS][SRNIC_FAULT_NUM_KINDS];
+	struct sk_buff_head held[SRNIC_FAULT_NUM_DIRS];
+	struct timer_list timer[SRNIC_FAULT_NUM_DIRS];
+	struct srnic_fault_knob knobs[SRNIC_FAULT_NUM_DIRS][SRNIC_FAULT_NUM_KINDS];
+};
+
 /**
  * struct srnic_dev - one srnic RDMA device, bound to one netdev
  * @ibdev: the ib_core device; freed by ib_core after dealloc_driver
@@ -197,6 +254,7 @@ struct srnic_engine_task {
  * @counters: enum srnic_counter, updated from any context
  * @engines: the device's NIC engines
  * @num_engines: how many
+ * @fault: packet fault injection (debugfs)
  */
 struct srnic_dev {
 	struct ib_device ibdev;
@@ -223,6 +281,7 @@ struct srnic_dev {
 	unsigned int num_engines;
 	struct xarray ah_table;
 	u32 ah_next;
+	struct srnic_fault fault;
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -486,6 +545,7 @@ struct srnic_req_wqe {
  * @send_psn: PSN of the next packet of @send_index to send
  * @next_psn: first PSN of the next WQE taken
  * @una_psn: oldest PSN not acknowledged
+ * @cwnd: PSNs that may be in flight beyond @una_psn (adapts to loss)
  * @reads: READs outstanding
  * @read_sgl: local SGL of the oldest outstanding READ, which its responses
  *	      fill; valid while @read_sgl_index is that READ's SQ index + 1
@@ -520,6 +580,7 @@ struct srnic_req {
 	u32 send_psn;
 	u32 next_psn;
 	u32 una_psn;
+	u32 cwnd;
 	unsigned int reads;
 	struct srnic_sgl read_sgl;
 	u32 read_sgl_index;
@@ -695,6 +756,14 @@ struct sk_buff *srnic_tx_alloc(struct srnic_dev *sdev,
 			       unsigned int transport_len, gfp_t gfp);
 int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 		  const struct srnic_path *path, u32 transport_hdr_len);
+int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb);
+void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb);
+
+/* srnic_fault.c: packet fault injection */
+void srnic_fault_init(struct srnic_dev *sdev);
+void srnic_fault_stop(struct srnic_dev *sdev);
+bool srnic_fault_inject(struct srnic_dev *sdev, enum srnic_fault_dir dir,
+			struct sk_buff *skb);
 
 /* srnic_counters.c: `rdma statistic` */
 struct rdma_hw_stats *srnic_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -873,6 +942,7 @@ void srnic_resp_reset(struct srnic_qp *qp);
 void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb);
 bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget);
 void srnic_resp_flush_ack(struct srnic_qp *qp);
+bool srnic_resp_went_back(struct srnic_qp *qp);
 
 /*
  * srnic_ah.c: address handles. An AH number is an index in [1, SRNIC_MAX_AH]

@@ -23,6 +23,7 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_RX_DROP_UNEXPECTED] = { .name = "rx_drop_unexpected" },
 	[SRNIC_CNT_RX_DUPLICATE] = { .name = "rx_duplicate_requests" },
 	[SRNIC_CNT_RX_OUT_OF_SEQUENCE] = { .name = "rx_out_of_sequence" },
+	[SRNIC_CNT_RX_DROP_STALE] = { .name = "rx_stale_requests" },
 	[SRNIC_CNT_TX_PACKETS] = { .name = "tx_packets" },
 	[SRNIC_CNT_TX_ERRORS] = { .name = "tx_errors" },
 	[SRNIC_CNT_TX_NAK_SEQ] = { .name = "tx_nak_psn_sequence" },

@@ -9,11 +9,15 @@
  * (doorbell syscall, packet receive in softirq, timer): that queues it, at
  * most once, on its engine's lock-free runnable list and wakes the thread.
  *
- * After work, an engine keeps polling its tasks' shared rings for
- * srnic.poll_usecs microseconds, so a burst of posts from a process is
- * picked up without a syscall per post; then each task publishes
- * "need wakeup" in its rings, the engine re-checks once (the provider may
- * have published just before seeing the flag) and sleeps.
+ * After work, an engine keeps polling its tasks' shared rings for a
+ * window, so a burst of posts from a process is picked up without a
+ * syscall per post; then each task publishes "need wakeup" in its rings,
+ * the engine re-checks once (the provider may have published just before
+ * seeing the flag) and sleeps. The window adapts: it starts at
+ * srnic.poll_usecs, doubles whenever work woke the engine soon after it
+ * went to sleep (a steady stream with gaps longer than the window), up to
+ * srnic.poll_max_usecs, and falls back once the engine slept longer than
+ * that.
  */
 
 #include <linux/kthread.h>
@@ -23,10 +27,15 @@
 
 #include "srnic.h"
 
-static unsigned int poll_usecs = 2000;
+static unsigned int poll_usecs = 200;
 module_param(poll_usecs, uint, 0644);
 MODULE_PARM_DESC(poll_usecs,
-		 "Microseconds an idle engine keeps polling rings before it sleeps (0: never poll)");
+		 "Microseconds an idle engine keeps polling rings before it sleeps, at least (0: never poll)");
+
+static unsigned int poll_max_usecs = 20000;
+module_param(poll_max_usecs, uint, 0644);
+MODULE_PARM_DESC(poll_max_usecs,
+		 "Longest polling window the engine adapts to under a steady stream of work");
 
 /* Upper bound on run() calls of one pass, so control requests get a turn. */
 #define SRNIC_ENGINE_PASS_BUDGET 64
@@ -219,11 +228,32 @@ static bool srnic_engine_has_requests(struct srnic_engine *engine)
 	       !llist_empty(&engine->control) || kthread_should_stop();
 }
 
+/*
+ * The polling window after a sleep of @slept ns: twice as long if work
+ * came back within the longest window (polling longer would have caught
+ * it without a doorbell), the shortest one after a long idle period.
+ */
+static void srnic_engine_adapt_window(struct srnic_engine *engine, u64 slept)
+{
+	u64 base = (u64)READ_ONCE(poll_usecs) * NSEC_PER_USEC;
+	u64 max = max_t(u64, (u64)READ_ONCE(poll_max_usecs) * NSEC_PER_USEC,
+			base);
+
+	if (!base)
+		engine->window_ns = 0;
+	else if (slept < max)
+		engine->window_ns = clamp(engine->window_ns * 2, base, max);
+	else
+		engine->window_ns = base;
+}
+
 static int srnic_engine_thread(void *arg)
 {
 	struct srnic_engine *engine = arg;
 	u64 last_work = ktime_get_ns();
+	u64 sleep_start;
 
+	srnic_engine_adapt_window(engine, U64_MAX);
 	while (!kthread_should_stop()) {
 		bool worked = srnic_engine_run_control(engine);
 
@@ -234,8 +264,7 @@ static int srnic_engine_thread(void *arg)
 			continue;
 		}
 
-		if (ktime_get_ns() - last_work <
-		    (u64)READ_ONCE(poll_usecs) * NSEC_PER_USEC) {
+		if (ktime_get_ns() - last_work < engine->window_ns) {
 			srnic_engine_poll(engine);
 			if (need_resched())
 				schedule();
@@ -255,9 +284,11 @@ static int srnic_engine_thread(void *arg)
 			__set_current_state(TASK_RUNNING);
 			continue;
 		}
+		sleep_start = ktime_get_ns();
 		schedule();
 		srnic_engine_woken(engine);
 		last_work = ktime_get_ns();
+		srnic_engine_adapt_window(engine, last_work - sleep_start);
 	}
 	return 0;
 }

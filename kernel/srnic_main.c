@@ -207,6 +207,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	rtnl_unlock();
 
 	srnic_debugfs_remove_dev(sdev);
+	srnic_fault_stop(sdev);
 	/* ib_core destroyed every QP, so every engine task is stopped. */
 	srnic_engines_stop(sdev);
 	srnic_parent_destroy(sdev);
@@ -334,6 +335,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	if (err)
 		goto err_parent;
 	srnic_debugfs_add_dev(sdev);
+	srnic_fault_init(sdev);
 	srnic_dev_init_attributes(sdev);
 	ib_set_device_ops(&sdev->ibdev, &srnic_dev_ops);
 
@@ -372,6 +374,7 @@ err_unlist:
 	put_device(&sdev->ibdev.dev);
 err_engines:
 	srnic_debugfs_remove_dev(sdev);
+	srnic_fault_stop(sdev);
 	srnic_engines_stop(sdev);
 err_parent:
 	srnic_parent_destroy(sdev);

@@ -167,29 +167,40 @@ static enum srnic_counter srnic_rx_validate(struct srnic_dev *sdev,
 static int srnic_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
 	struct srnic_dev *sdev;
-	enum srnic_counter verdict;
-	struct srnic_pkt pkt;
 
 	sdev = srnic_dev_get_by_netdev(skb->dev);
 	if (!sdev && is_vlan_dev(skb->dev))
 		sdev = srnic_dev_get_by_netdev(vlan_dev_real_dev(skb->dev));
-	if (!sdev)
-		goto drop;
+	if (!sdev) {
+		kfree_skb(skb);
+		return 0;
+	}
+	if (!unlikely(READ_ONCE(sdev->fault.active)) ||
+	    !srnic_fault_inject(sdev, SRNIC_FAULT_RX, skb))
+		srnic_rx_deliver(sdev, skb);
+	ib_device_put(&sdev->ibdev);
+	return 0;
+}
+
+/**
+ * srnic_rx_deliver() - validate a received datagram and dispatch it
+ * @sdev: the receiving device
+ * @skb: the datagram, skb->data at the UDP header; consumed
+ *
+ * Context: softirq.
+ */
+void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb)
+{
+	enum srnic_counter verdict;
+	struct srnic_pkt pkt;
 
 	verdict = srnic_rx_validate(sdev, skb, &pkt);
 	srnic_count(sdev, verdict);
 	if (verdict != SRNIC_CNT_RX_PACKETS) {
-		ib_device_put(&sdev->ibdev);
-		goto drop;
+		kfree_skb(skb);
+		return;
 	}
-
 	srnic_rx_packet(sdev, skb, &pkt);	/* consumes skb */
-	ib_device_put(&sdev->ibdev);
-	return 0;
-
-drop:
-	kfree_skb(skb);
-	return 0;
 }
 
 /* Received packets a QP may have waiting for its engine task. */
@@ -403,7 +414,6 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 	struct dst_entry *dst;
 	__le32 *icrc;
 	u32 crc;
-	int err;
 
 	dst = path->ipv6 ? srnic_route6(sdev, path) : srnic_route4(sdev, path);
 	if (IS_ERR(dst)) {
@@ -429,7 +439,25 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
-	if (path->ipv6)
+	if (unlikely(READ_ONCE(sdev->fault.active)) &&
+	    srnic_fault_inject(sdev, SRNIC_FAULT_TX, skb))
+		return 0;	/* lost or held, as on a real wire */
+	return srnic_tx_output(sdev, skb);
+}
+
+/**
+ * srnic_tx_output() - hand a complete packet to the IP layer
+ * @sdev: the sending device
+ * @skb: from srnic_tx_send(), its route set; consumed
+ *
+ * Return: 0, or the IP layer's negative errno.
+ */
+int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb)
+{
+	struct net *net = read_pnet(&sdev->net);
+	int err;
+
+	if (skb->protocol == htons(ETH_P_IPV6))
 		err = ip6_local_out(net, NULL, skb);
 	else
 		err = ip_local_out(net, NULL, skb);

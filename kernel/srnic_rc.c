@@ -674,6 +674,9 @@ static bool srnic_qp_rx(struct srnic_qp *qp)
 	unsigned int budget = SRNIC_RX_BUDGET;
 	struct sk_buff *skb;
 
+	/* Work the requester's retries made stale goes first. */
+	if (qp->resp.reading || skb_queue_len_lockless(&qp->rxq) > 1)
+		srnic_resp_went_back(qp);
 	while (budget--) {
 		/* READ responses go out before later requests are served. */
 		if (qp->resp.reading)

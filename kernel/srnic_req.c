@@ -27,12 +27,20 @@
 #include "srnic.h"
 #include "srnic_wire.h"
 
-/* PSNs in flight beyond the oldest unacknowledged one. */
+/*
+ * PSNs in flight beyond the oldest unacknowledged one: the window
+ * (req.cwnd) halves on every loss, down to SRNIC_REQ_MIN_WINDOW, and grows
+ * by what each ACK acknowledges, up to SRNIC_REQ_WINDOW, so go-back-N
+ * does not resend a whole large window for each lost packet.
+ */
 #define SRNIC_REQ_WINDOW 512
+#define SRNIC_REQ_MIN_WINDOW 8
 /* Ask for an ACK at least this often within a long message. */
 #define SRNIC_REQ_ACK_EVERY 64
 /* Local ACK timeouts shorter than this are rounded up (slow hosts). */
 #define SRNIC_REQ_MIN_TIMEOUT_MS 10
+/* Consecutive timeouts double the timeout up to 2^this times. */
+#define SRNIC_REQ_MAX_BACKOFF 6
 #define SRNIC_RNR_RETRY_INFINITE 7
 
 static struct srnic_req_wqe *srnic_req_wqe_at(struct srnic_qp *qp, u32 index)
@@ -68,17 +76,24 @@ static void srnic_req_timer_fn(struct timer_list *t)
 	srnic_engine_task_schedule(&qp->task);
 }
 
-/* (Re)start the local ACK timer: 4.096 us * 2^timeout; 0 is infinite. */
+/*
+ * (Re)start the local ACK timer: 4.096 us * 2^timeout (0 is infinite),
+ * doubled for each timeout since the last progress, as TCP backs off its
+ * RTO: a peer that is slow rather than gone gets time to catch up on the
+ * requests sent again.
+ */
 static void srnic_req_arm_timer(struct srnic_qp *qp)
 {
+	u32 backoff = qp->attrs.retry_cnt - qp->req.retries_left;
 	u64 nsecs = 4096ULL << qp->attrs.timeout;
-	unsigned long delay;
+	u64 delay;
 
 	if (!qp->attrs.timeout)
 		return;
 	delay = max_t(u64, nsecs_to_jiffies64(nsecs),
 		      msecs_to_jiffies(SRNIC_REQ_MIN_TIMEOUT_MS));
-	mod_timer(&qp->req.timer, jiffies + delay);
+	delay <<= min_t(u32, backoff, SRNIC_REQ_MAX_BACKOFF);
+	mod_timer(&qp->req.timer, jiffies + min_t(u64, delay, MAX_JIFFY_OFFSET));
 }
 
 /* ---- Taking WQEs ------------------------------------------------------ */
@@ -221,7 +236,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 {
 	struct srnic_req *req = &qp->req;
 	struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, req->send_index);
-	u32 window_end = srnic_psn_add(req->una_psn, SRNIC_REQ_WINDOW);
+	u32 window_end = srnic_psn_add(req->una_psn, req->cwnd);
 	u32 mtu = srnic_qp_mtu(qp);
 	const struct srnic_send_wqe *wqe;
 	enum ib_wc_status status;
@@ -248,6 +263,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 		u64 offset = (u64)n * mtu;
 		bool first = req->send_psn == rw->first_psn;
 		bool last = req->send_psn == rw->last_psn;
+		u32 inflight;
 		struct srnic_txd txd = {
 			.psn = req->send_psn,
 			.rkey = wqe->rdma.rkey,
@@ -271,7 +287,12 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.va = wqe->rdma.remote_addr;
 			txd.dma_len = rw->len;
 			txd.imm = wqe->imm_data;
-			txd.ack_req = last || !((n + 1) % SRNIC_REQ_ACK_EVERY);
+			inflight = ((req->send_psn - req->una_psn) &
+				    SRNIC_PSN_MASK) + 1;
+			/* ACKs keep the window moving. */
+			txd.ack_req = last || !((n + 1) % SRNIC_REQ_ACK_EVERY) ||
+				      inflight >= req->cwnd ||
+				      inflight == req->cwnd / 2;
 			txd.solicited = last && (wqe->flags & SRNIC_WQE_SOLICITED);
 		}
 		srnic_rc_tx(qp, &txd);
@@ -310,6 +331,16 @@ static void srnic_req_go_back(struct srnic_qp *qp, u32 psn)
 			    SRNIC_CNT_RETRANSMITS);
 	req->send_index = index;
 	req->send_psn = psn;
+}
+
+/* A packet was lost: send from @psn again with half the window. */
+static void srnic_req_lost(struct srnic_qp *qp, u32 psn)
+{
+	struct srnic_req *req = &qp->req;
+
+	req->cwnd = max_t(u32, req->cwnd / 2, SRNIC_REQ_MIN_WINDOW);
+	srnic_req_go_back(qp, psn);
+	req->went_back = true;
 }
 
 /* ---- Completing ------------------------------------------------------- */
@@ -418,15 +449,16 @@ static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
 		progress = true;
 	}
 	if (srnic_psn_cmp(psn, req->una_psn) >= 0) {
+		u32 acked = ((psn - req->una_psn) & SRNIC_PSN_MASK) + 1;
+
+		req->cwnd = min_t(u32, req->cwnd + acked, SRNIC_REQ_WINDOW);
 		req->una_psn = srnic_psn_add(psn, 1);
 		progress = true;
 	}
 	if (progress)
 		srnic_req_progress(qp);
-	if (lost && !req->went_back) {
-		srnic_req_go_back(qp, expect);
-		req->went_back = true;
-	}
+	if (lost && !req->went_back)
+		srnic_req_lost(qp, expect);
 }
 
 /* Complete the oldest WQE with a remote error (the QP goes to error). */
@@ -464,7 +496,6 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn)
 {
 	u8 syndrome = FIELD_GET(SRNIC_AETH_SMSN_SYNDROME_MASK, smsn);
 	u8 value = syndrome & SRNIC_AETH_SYNDROME_VALUE_MASK;
-	struct srnic_req *req = &qp->req;
 
 	switch (FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK, syndrome)) {
 	case SRNIC_AETH_ACK:
@@ -481,8 +512,7 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn)
 			return;
 		switch (value) {
 		case SRNIC_NAK_PSN_SEQUENCE_ERROR:
-			srnic_req_go_back(qp, psn);
-			req->went_back = true;
+			srnic_req_lost(qp, psn);
 			srnic_req_arm_timer(qp);
 			return;
 		case SRNIC_NAK_REMOTE_ACCESS_ERROR:
@@ -569,18 +599,22 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 		req->read_offset = 0;
 	}
 
+	if (srnic_psn_cmp(pkt->psn, req->read_psn) < 0)
+		return false;	/* a duplicate */
 	if (pkt->psn != req->read_psn) {
 		/* A gap: the responses before this one were lost. */
-		if (!req->went_back) {
-			srnic_req_go_back(qp, req->read_psn);
-			req->went_back = true;
-		}
+		if (!req->went_back)
+			srnic_req_lost(qp, req->read_psn);
 		return false;
 	}
+	/*
+	 * A READ sent again from the middle is answered from FIRST (or ONLY)
+	 * again, so only the first response must be a FIRST or ONLY.
+	 */
 	first = pkt->psn == rw->first_psn;
 	last = pkt->psn == rw->last_psn;
-	if (!!(pkt->flags & SRNIC_OPF_FIRST) != first ||
-	    (!!(pkt->flags & SRNIC_OPF_LAST) != last) ||
+	if ((first && !(pkt->flags & SRNIC_OPF_FIRST)) ||
+	    !!(pkt->flags & SRNIC_OPF_LAST) != last ||
 	    req->read_offset + pkt->payload_len > rw->len ||
 	    (last && req->read_offset + pkt->payload_len != rw->len) ||
 	    (!last && !pkt->payload_len))
@@ -653,7 +687,7 @@ static void srnic_req_timeout(struct srnic_qp *qp)
 		return;
 	}
 	req->retries_left--;
-	srnic_req_go_back(qp, req->una_psn);
+	srnic_req_lost(qp, req->una_psn);
 	srnic_req_arm_timer(qp);
 }
 
@@ -731,8 +765,7 @@ bool srnic_req_wire_has_work(struct srnic_qp *qp)
 		return false;
 	if (req->send_index != req->next_index)
 		return srnic_psn_cmp(req->send_psn,
-				     srnic_psn_add(req->una_psn,
-						   SRNIC_REQ_WINDOW)) < 0;
+				     srnic_psn_add(req->una_psn, req->cwnd)) < 0;
 	return state == IB_QPS_RTS && srnic_req_may_take(qp);
 }
 
@@ -766,6 +799,7 @@ void srnic_req_start(struct srnic_qp *qp)
 	req->next_psn = qp->attrs.sq_psn;
 	req->send_psn = qp->attrs.sq_psn;
 	req->una_psn = qp->attrs.sq_psn;
+	req->cwnd = SRNIC_REQ_WINDOW;
 	req->next_index = qp->sq.consumer;
 	req->send_index = qp->sq.consumer;
 	req->reads = 0;

@@ -395,6 +395,63 @@ static void srnic_resp_duplicate(struct srnic_qp *qp, struct sk_buff *skb,
 }
 
 /**
+ * srnic_resp_went_back() - did the requester go back to an earlier READ?
+ * @qp: the QP, from its task
+ *
+ * A READ request behind epsn in the receive queue means the requester
+ * missed responses and asks again from there (go-back-N); it will send
+ * everything after that PSN again too. READ responses in progress and the
+ * requests queued before the duplicate are then wasted work that would
+ * delay the answer past the requester's ACK timeout: drop them, so the
+ * duplicate is served next.
+ *
+ * Return: true if something was dropped.
+ */
+bool srnic_resp_went_back(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+	struct sk_buff_head *q = &qp->rxq;
+	struct sk_buff *skb, *next, *dup = NULL;
+	struct sk_buff_head stale;
+	unsigned long flags;
+
+	__skb_queue_head_init(&stale);
+	spin_lock_irqsave(&q->lock, flags);
+	skb_queue_walk(q, skb) {
+		const struct srnic_pkt *pkt = srnic_skb_pkt(skb);
+
+		if ((pkt->flags & SRNIC_OPF_READ) &&
+		    (pkt->flags & SRNIC_OPF_REQUEST) &&
+		    srnic_psn_cmp(pkt->psn, resp->epsn) < 0) {
+			dup = skb;
+			break;
+		}
+	}
+	/* Requests before it go; responses (for our requester) stay. */
+	if (dup) {
+		skb_queue_walk_safe(q, skb, next) {
+			if (skb == dup)
+				break;
+			if (srnic_skb_pkt(skb)->flags & SRNIC_OPF_REQUEST) {
+				__skb_unlink(skb, q);
+				__skb_queue_tail(&stale, skb);
+			}
+		}
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	if (!dup || (skb_queue_empty(&stale) && !resp->reading))
+		return false;
+
+	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_DROP_STALE);
+	__skb_queue_purge(&stale);
+	if (resp->read_mr)
+		srnic_mr_put(resp->read_mr);
+	resp->read_mr = NULL;
+	resp->reading = false;
+	return true;
+}
+
+/**
  * srnic_resp_rx_request() - a request packet for the QP's responder
  * @qp: the QP, called from its task
  * @skb: the packet (srnic_skb_pkt() holds its headers); consumed
