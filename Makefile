@@ -32,7 +32,8 @@ FUZZ_WIRE := $(FUZZ_BUILD)/fuzz_wire
 FUZZ_WIRE_CORPUS := userspace/fuzz/corpus/wire
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?= -1
-FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror \
+FUZZ_ARGS ?=
+FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-Ikernel -Iuserspace/tests/kshim
 FUZZ_WIRE_SRCS := userspace/fuzz/fuzz_wire.cpp kernel/srnic_wire.c \
@@ -91,18 +92,19 @@ checkpatch: $(CHECKPATCH)
 
 $(FUZZ_WIRE): $(FUZZ_WIRE_DEPS) Makefile
 	mkdir -p $(FUZZ_BUILD)
-	$(CLANG) -std=gnu11 $(FUZZ_FLAGS) -c kernel/srnic_wire.c -o $(FUZZ_BUILD)/srnic_wire.o
-	$(CLANG) -std=gnu11 $(FUZZ_FLAGS) -c userspace/tests/kshim/crc32.c -o $(FUZZ_BUILD)/crc32.o
-	$(CLANGXX) -std=c++20 $(FUZZ_FLAGS) userspace/fuzz/fuzz_wire.cpp \
+	$(CLANG) -std=gnu11 $(FUZZ_CFLAGS) -c kernel/srnic_wire.c -o $(FUZZ_BUILD)/srnic_wire.o
+	$(CLANG) -std=gnu11 $(FUZZ_CFLAGS) -c userspace/tests/kshim/crc32.c -o $(FUZZ_BUILD)/crc32.o
+	$(CLANGXX) -std=c++20 $(FUZZ_CFLAGS) userspace/fuzz/fuzz_wire.cpp \
 		$(FUZZ_BUILD)/srnic_wire.o $(FUZZ_BUILD)/crc32.o -o $@
 
 fuzz-build: $(FUZZ_WIRE)
 
 # On the host, bounded in time, on a copy of the kept corpus; any crash or
-# sanitizer report fails it. FUZZ_SECONDS=3600 for a long run.
+# sanitizer report fails it. FUZZ_SECONDS=3600 for a long run, FUZZ_RUNS to
+# cap executions, FUZZ_ARGS for more libFuzzer flags.
 fuzz: $(FUZZ_WIRE)
-	scripts/run-fuzz.sh $(FUZZ_WIRE) $(FUZZ_WIRE_CORPUS) $(FUZZ_BUILD)/wire \
-		$(FUZZ_SECONDS) $(FUZZ_RUNS)
+	FUZZ_ARGS="$(FUZZ_ARGS)" scripts/run-fuzz.sh $(FUZZ_WIRE) \
+		$(FUZZ_WIRE_CORPUS) $(FUZZ_BUILD)/wire $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
 # Keep what a run found: add to the kept corpus only the inputs of the last
 # `make fuzz` that reach coverage the corpus does not have.

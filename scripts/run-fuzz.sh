@@ -11,7 +11,7 @@
 # WORKDIR  where the working corpus, crash artifacts and log go (recreated)
 # SECONDS  run time, default 60; RUNS caps the executions, default unlimited
 #
-# Extra libFuzzer flags can be given in FUZZ_FLAGS. A crashing input is left
+# Extra libFuzzer flags can be given in FUZZ_ARGS. A crashing input is left
 # in WORKDIR/artifacts/; reproduce it with `TARGET WORKDIR/artifacts/crash-...`.
 set -euo pipefail
 
@@ -35,7 +35,7 @@ timeout --signal=KILL $((seconds + 60)) \
 	"$target" -max_total_time="$seconds" -runs="$runs" -timeout=10 \
 	-rss_limit_mb=2048 -max_len=1024 -use_value_profile=1 \
 	-print_final_stats=1 -artifact_prefix="$work/artifacts/" \
-	${FUZZ_FLAGS:-} "$work/corpus" >"$work/fuzz.log" 2>&1 || status=$?
+	${FUZZ_ARGS:-} "$work/corpus" >"$work/fuzz.log" 2>&1 || status=$?
 
 artifacts=$(find "$work/artifacts" -type f | wc -l)
 last=$(grep -E '^#[0-9]+' "$work/fuzz.log" | tail -n 1 || true)
