@@ -150,6 +150,7 @@ def seeds():
     s["bad-truncated-atmeth"] = pkt(RC | OP["CMP_SWAP"], atmeth())[:-1]
     s["bad-ack-with-payload"] = pkt(RC | OP["ACK"], aeth(), payload(4))
     s["bad-read-request-pad"] = pkt(RC | OP["READ_REQUEST"], reth(), pad=2)
+    s["bad-ack-pad-bits"] = bth(RC | OP["ACK"], pad=1) + aeth() + ICRC
     s["bad-pad-in-middle"] = pkt(RC | OP["SEND_MIDDLE"], body=payload(253), pad=3)
     s["bad-pad-beyond-payload"] = (bth(RC | OP["SEND_ONLY"], pad=2) + b"\0" + ICRC)
     s["bad-cnp-short"] = pkt(CNP | 0x01, bytes(15))
