@@ -3,7 +3,8 @@
 #
 #   make            build srnic.ko and libsrnic-rdmav34.so
 #   make run        boot a VM, create two srnic devices on a veth pair, show them
-#   make check      every test: unit tests (sanitizers), checkpatch, VM suites
+#   make check      every test: unit tests (sanitizers), checkpatch, fuzzing, VM suites
+#   make fuzz       fuzz the packet parser for FUZZ_SECONDS (60) on the host
 #   make install    install module + provider on this host (uninstall: reverse)
 #
 # Everything is built for the newest Debian kernel under /boot (the one the
@@ -22,8 +23,26 @@ MODULE_DIR := $(DESTDIR)/lib/modules/$(KVER)/updates
 CHECKPATCH := $(BUILD)/checkpatch/checkpatch.pl
 VM_SUITES := $(sort $(wildcard tests/test_*.py))
 
+# libFuzzer target over kernel/srnic_wire.c, built with clang from the kernel
+# source through the userspace shim (userspace/fuzz/fuzz_wire.cpp).
+CLANG ?= clang
+CLANGXX ?= clang++
+FUZZ_BUILD := $(BUILD)/fuzz
+FUZZ_WIRE := $(FUZZ_BUILD)/fuzz_wire
+FUZZ_WIRE_CORPUS := userspace/fuzz/corpus/wire
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= -1
+FUZZ_ARGS ?=
+FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-Ikernel -Iuserspace/tests/kshim
+FUZZ_WIRE_SRCS := userspace/fuzz/fuzz_wire.cpp kernel/srnic_wire.c \
+	userspace/tests/kshim/crc32.c
+FUZZ_WIRE_DEPS := $(FUZZ_WIRE_SRCS) kernel/srnic_wire.h kernel/srnic_wire_compat.h \
+	userspace/tests/kshim/srnic_kshim.h
+
 .PHONY: all module provider deps install install-module install-provider \
-	uninstall run check unit-test checkpatch vm-test clean
+	uninstall run check unit-test checkpatch fuzz fuzz-build fuzz-merge vm-test clean
 
 all: module provider
 
@@ -71,11 +90,33 @@ checkpatch: $(CHECKPATCH)
 	$(CHECKPATCH) --no-tree --strict --quiet -f kernel/*.c kernel/*.h
 	$(CHECKPATCH) --no-tree --quiet --ignore CAMELCASE -f kernel/uapi/rdma/srnic-abi.h
 
+$(FUZZ_WIRE): $(FUZZ_WIRE_DEPS) Makefile
+	mkdir -p $(FUZZ_BUILD)
+	$(CLANG) -std=gnu11 $(FUZZ_CFLAGS) -c kernel/srnic_wire.c -o $(FUZZ_BUILD)/srnic_wire.o
+	$(CLANG) -std=gnu11 $(FUZZ_CFLAGS) -c userspace/tests/kshim/crc32.c -o $(FUZZ_BUILD)/crc32.o
+	$(CLANGXX) -std=c++20 $(FUZZ_CFLAGS) userspace/fuzz/fuzz_wire.cpp \
+		$(FUZZ_BUILD)/srnic_wire.o $(FUZZ_BUILD)/crc32.o -o $@
+
+fuzz-build: $(FUZZ_WIRE)
+
+# On the host, bounded in time, on a copy of the kept corpus; any crash or
+# sanitizer report fails it. FUZZ_SECONDS=3600 for a long run, FUZZ_RUNS to
+# cap executions, FUZZ_ARGS for more libFuzzer flags.
+fuzz: $(FUZZ_WIRE)
+	FUZZ_ARGS="$(FUZZ_ARGS)" scripts/run-fuzz.sh $(FUZZ_WIRE) \
+		$(FUZZ_WIRE_CORPUS) $(FUZZ_BUILD)/wire $(FUZZ_SECONDS) $(FUZZ_RUNS)
+
+# Keep what a run found: add to the kept corpus only the inputs of the last
+# `make fuzz` that reach coverage the corpus does not have.
+fuzz-merge: $(FUZZ_WIRE)
+	$(FUZZ_WIRE) -merge=1 -max_len=1024 -use_value_profile=1 \
+		$(FUZZ_WIRE_CORPUS) $(FUZZ_BUILD)/wire/corpus
+
 # One VM boot per pytest suite (tests/test_*.py).
 vm-test: all
 	scripts/run-vm-suites.sh $(VM_SUITES)
 
-check: deps all unit-test checkpatch vm-test
+check: deps all unit-test checkpatch fuzz vm-test
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -11,6 +11,7 @@ packages=(
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
 	rdmacm-utils python3-pyverbs python3-pytest perftest iproute2
 	python3-pytest-timeout googletest libgtest-dev strace linux-source-6.1
+	clang libclang-rt-dev
 )
 
 missing=()
