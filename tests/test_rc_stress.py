@@ -1,0 +1,317 @@
+# SPDX-License-Identifier: GPL-2.0
+"""RC under packet faults: two srnic devices in two network namespaces over
+a veth pair, with srnic's fault injection (debugfs, kernel/srnic_fault.c)
+dropping, reordering, duplicating and corrupting packets on both ends.
+
+A seeded stream of SEND, SEND with immediate, RDMA WRITE, WRITE with
+immediate and RDMA READ of 0 B to 1 MiB runs at each loss level. Every
+message must arrive exactly once, in order, with the right bytes: receive
+completions are matched one by one, in order, against the SENDs and
+WRITEs with immediate posted (byte count, immediate value, payload);
+WRITE targets and READ results are compared with their sources when the
+requester's completion arrives. Any error completion fails the run. The
+devices' counters must show that faults were injected and that the
+protocol recovered (retransmissions), so a run without faults cannot pass.
+
+Then the two ways RC gives up: a peer that never answers
+(IBV_WC_RETRY_EXC_ERR) and a receiver that never posts receives
+(IBV_WC_RNR_RETRY_EXC_ERR), with every later WR flushed.
+
+SRNIC_STRESS_MESSAGES (default 100000) is the total over the loss levels.
+"""
+import os
+import random
+import time
+
+import pytest
+
+pytest.importorskip("pyverbs")
+import pyverbs.enums as e  # noqa: E402
+
+import harness  # noqa: E402
+import topology as topo_mod  # noqa: E402
+from rc_verbs import (INIT, RTR, RTS, RCPair, close_all,  # noqa: E402
+                      recv_wr, send_wr, sge, status_name, wc_text)
+
+if topo_mod.KIND != "srnic":
+    pytest.skip("fault injection is srnic's", allow_module_level=True)
+
+TOTAL = int(os.environ.get("SRNIC_STRESS_MESSAGES", "100000"))
+# (loss in %, share of the messages, largest WRITE/READ)
+LEVELS = [(1, 0.75, 1 << 20), (5, 0.20, 256 << 10), (20, 0.05, 16 << 10)]
+# Local ACK timeout exponent: 4.096 us * 2^11 = 8 ms (srnic waits 10 ms at
+# least), so losses at the end of a burst cost little.
+ACK_TIMEOUT = 11
+KiB, MiB = 1 << 10, 1 << 20
+WINDOW = 16                  # WRs outstanding on the requester
+RQ_DEPTH = 128               # receive WQEs kept posted
+RECV_SLOT = 64 * KiB         # largest SEND
+WRITE_SLOT = MiB             # one slot per outstanding WR
+SRC_SIZE = 2 * MiB
+PROGRESS_TIMEOUT = 120       # seconds without any completion: fail
+
+OPS = [e.IBV_WR_SEND, e.IBV_WR_SEND_WITH_IMM, e.IBV_WR_RDMA_WRITE,
+       e.IBV_WR_RDMA_WRITE_WITH_IMM, e.IBV_WR_RDMA_READ]
+RECV_OPS = (e.IBV_WR_SEND, e.IBV_WR_SEND_WITH_IMM,
+            e.IBV_WR_RDMA_WRITE_WITH_IMM)
+
+
+@pytest.fixture(scope="module")
+def wire():
+    topo, veth = topo_mod.build("veth-two-netns")
+    yield topo
+    topo_mod.teardown(topo, veth)
+
+
+@pytest.fixture(autouse=True)
+def close_contexts():
+    yield
+    close_all()
+
+
+def fault_dir(dev):
+    """/sys/kernel/debug/srnic/linkN/fault of an srnic device."""
+    parent = os.path.realpath(f"/sys/class/infiniband/{dev}/device")
+    return f"/sys/kernel/debug/srnic/{os.path.basename(parent)}/fault"
+
+
+def set_faults(topo, loss_pct, seed):
+    """loss_pct % transmit drop, half as much reordering, a quarter as much
+    receive duplication and corruption, on both ends; 0 turns all off."""
+    ppm = loss_pct * 10000
+    knobs = {"tx_drop": ppm, "tx_reorder": ppm // 2,
+             "rx_duplicate": ppm // 4, "rx_corrupt": ppm // 4}
+    for i, end in enumerate((topo.a, topo.b)):
+        d = fault_dir(end.name)
+        with open(f"{d}/seed", "w") as f:
+            f.write(str(seed + i))
+        with open(f"{d}/delay_us", "w") as f:
+            f.write("500")
+        for name, value in knobs.items():
+            with open(f"{d}/{name}", "w") as f:
+                f.write(str(value))
+
+
+def injected(dev):
+    with open(f"{fault_dir(dev)}/injected") as f:
+        return {k: int(v) for k, v in (line.split() for line in f)}
+
+
+def counters(end):
+    out = harness.run(*end.cmd("rdma", "statistic", "show", "link",
+                               f"{end.name}/1")).stdout.split()
+    i = out.index(f"{end.name}/1") + 1
+    return {out[j]: int(out[j + 1]) for j in range(i, len(out) - 1, 2)}
+
+
+class Stream:
+    """One loss level's message stream from side a to side b."""
+
+    def __init__(self, pair, rng, count, max_rdma):
+        self.pair, self.rng = pair, rng
+        self.count, self.max_rdma = count, max_rdma
+        a, b = pair.a, pair.b
+        self.src = a.mr(SRC_SIZE)           # SEND/WRITE sources
+        self.src_bytes = rng.randbytes(SRC_SIZE)
+        self.src.write(self.src_bytes, SRC_SIZE, 0)
+        self.rsrc = b.mr(SRC_SIZE)          # READ sources
+        self.rsrc_bytes = rng.randbytes(SRC_SIZE)
+        self.rsrc.write(self.rsrc_bytes, SRC_SIZE, 0)
+        self.wdst = b.mr(WINDOW * WRITE_SLOT)   # WRITE targets
+        self.rdst = a.mr(WINDOW * WRITE_SLOT)   # READ targets
+        self.rbuf = b.mr(RQ_DEPTH * RECV_SLOT)  # receive slots
+        self.posted_recvs = 0
+        self.expect_recv = []       # (seq, opcode, src offset, size)
+        self.inflight = {}          # wr_id -> (seq, op, off, size, slot)
+        self.free_slots = list(range(WINDOW))
+        self.stats = {op: 0 for op in OPS}
+
+    def size(self, op):
+        r = self.rng.random()
+        top = RECV_SLOT if op in (e.IBV_WR_SEND, e.IBV_WR_SEND_WITH_IMM) \
+            else self.max_rdma
+        if r < 0.05:
+            return 0
+        if r < 0.70:
+            return self.rng.randint(1, 256)
+        if r < 0.92:
+            return self.rng.randint(257, min(4 * KiB, top))
+        if r < 0.995:
+            return self.rng.randint(4 * KiB + 1, min(64 * KiB, top))
+        return self.rng.randint(64 * KiB + 1, top) if top > 64 * KiB \
+            else top
+
+    def post_recv(self):
+        slot = self.posted_recvs % RQ_DEPTH
+        self.pair.b.qp.post_recv(recv_wr(
+            self.posted_recvs,
+            [sge(self.rbuf, slot * RECV_SLOT, RECV_SLOT)]))
+        self.posted_recvs += 1
+
+    def post(self, seq):
+        op = self.rng.choice(OPS)
+        size = self.size(op)
+        off = self.rng.randrange(0, SRC_SIZE - size + 1)
+        slot = self.free_slots.pop()
+        imm = seq & 0xffffffff
+        if op == e.IBV_WR_RDMA_READ:
+            sgl = [sge(self.rdst, slot * WRITE_SLOT, size)] if size else []
+            wr = send_wr(seq, op, sgl, remote=(self.rsrc, off))
+        else:
+            sgl = [sge(self.src, off, size)] if size else []
+            remote = None
+            if op in (e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_WRITE_WITH_IMM):
+                remote = (self.wdst, slot * WRITE_SLOT)
+            wr = send_wr(seq, op, sgl, imm=imm, remote=remote)
+        self.pair.a.qp.post_send(wr)
+        self.inflight[seq] = (op, off, size, slot)
+        if op in RECV_OPS:
+            self.expect_recv.append((seq, op, off, size))
+        self.stats[op] += 1
+
+    def check_send_wc(self, wc):
+        assert wc.status == e.IBV_WC_SUCCESS, \
+            f"requester: {wc_text(wc)} ({status_name(wc.status)})"
+        op, off, size, slot = self.inflight.pop(wc.wr_id)
+        if op == e.IBV_WR_RDMA_READ:
+            got = self.rdst.read(size, slot * WRITE_SLOT) if size else b""
+            assert got == self.rsrc_bytes[off:off + size], \
+                f"READ {wc.wr_id} of {size} B at {off}: data differs"
+            assert wc.byte_len == size
+        elif op in (e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_WRITE_WITH_IMM):
+            got = self.wdst.read(size, slot * WRITE_SLOT) if size else b""
+            assert got == self.src_bytes[off:off + size], \
+                f"WRITE {wc.wr_id} of {size} B: target differs"
+        self.free_slots.append(slot)
+
+    def check_recv_wc(self, wc):
+        assert wc.status == e.IBV_WC_SUCCESS, f"responder: {wc_text(wc)}"
+        assert self.expect_recv, f"unexpected receive {wc_text(wc)}"
+        seq, op, off, size = self.expect_recv.pop(0)
+        slot = wc.wr_id % RQ_DEPTH
+        if op == e.IBV_WR_RDMA_WRITE_WITH_IMM:
+            assert wc.opcode == e.IBV_WC_RECV_RDMA_WITH_IMM, wc_text(wc)
+        else:
+            assert wc.opcode == e.IBV_WC_RECV, wc_text(wc)
+            got = self.rbuf.read(size, slot * RECV_SLOT) if size else b""
+            assert got == self.src_bytes[off:off + size], \
+                f"SEND {seq} of {size} B: payload differs (out of order " \
+                f"or corrupt)"
+        assert wc.byte_len == size, \
+            f"message {seq}: {wc.byte_len} B received, {size} sent"
+        if op != e.IBV_WR_SEND:
+            assert wc.wc_flags & e.IBV_WC_WITH_IMM, wc_text(wc)
+            assert wc.imm_data == seq & 0xffffffff, \
+                f"message {seq}: immediate {wc.imm_data:#x}"
+        self.post_recv()
+
+    def run(self):
+        a, b = self.pair.a, self.pair.b
+        while self.posted_recvs < RQ_DEPTH:
+            self.post_recv()
+        posted = done = 0
+        last = time.monotonic()
+        while done < self.count or self.expect_recv:
+            while posted < self.count and len(self.inflight) < WINDOW:
+                self.post(posted)
+                posted += 1
+            progress = False
+            n, wcs = a.cq.poll(WINDOW)
+            for wc in wcs[:n]:
+                self.check_send_wc(wc)
+                done += 1
+                progress = True
+            n, wcs = b.cq.poll(64)
+            for wc in wcs[:n]:
+                self.check_recv_wc(wc)
+                progress = True
+            if progress:
+                last = time.monotonic()
+            elif time.monotonic() - last > PROGRESS_TIMEOUT:
+                raise AssertionError(
+                    f"no completion for {PROGRESS_TIMEOUT}s: {done} of "
+                    f"{self.count} done, {len(self.inflight)} in flight, "
+                    f"{len(self.expect_recv)} receives expected")
+            else:
+                time.sleep(0.0002)
+        return self.stats
+
+
+@pytest.mark.parametrize("loss,share,max_rdma", LEVELS,
+                         ids=[f"loss{lvl[0]}pct" for lvl in LEVELS])
+@pytest.mark.timeout(1800)
+def test_stream_under_faults(wire, loss, share, max_rdma):
+    count = max(200, int(TOTAL * share))
+    pair = RCPair(wire, max_send_wr=WINDOW, max_recv_wr=RQ_DEPTH,
+                  cq_depth=4 * RQ_DEPTH)
+    for state in (INIT, RTR, RTS):
+        for side in pair.sides():
+            pair.move(side, state, timeout=ACK_TIMEOUT)
+    before = {end.name: counters(end) for end in (wire.a, wire.b)}
+    inj_before = {end.name: injected(end.name) for end in (wire.a, wire.b)}
+    set_faults(wire, loss, seed=loss * 1000 + 7)
+    t0 = time.monotonic()
+    try:
+        stats = Stream(pair, random.Random(loss), count, max_rdma).run()
+    finally:
+        set_faults(wire, 0, 0)
+    elapsed = time.monotonic() - t0
+    after = {end.name: counters(end) for end in (wire.a, wire.b)}
+    inj = {name: {k: v - inj_before[name][k]
+                  for k, v in injected(name).items()}
+           for name in inj_before}
+    delta = {name: {k: after[name][k] - before[name][k]
+                    for k in after[name]} for name in after}
+    print(f"loss {loss}%: {count} messages in {elapsed:.1f}s "
+          f"({ {e_op: n for e_op, n in stats.items()} }); "
+          f"injected {inj}; counters {delta}")
+    # The faults happened, and the protocol recovered from them.
+    assert sum(inj[wire.a.name].values()) + \
+        sum(inj[wire.b.name].values()) > 0
+    assert sum(v["tx_drop"] for v in inj.values()) > 0
+    assert sum(d["retransmits"] for d in delta.values()) > 0
+    assert all(n > 0 for n in stats.values()), stats
+
+
+def test_retry_exhausted(wire):
+    """A peer that never answers: IBV_WC_RETRY_EXC_ERR, the rest flushed."""
+    pair = RCPair(wire)
+    for side in pair.sides():
+        pair.move(side, INIT)
+    for side in pair.sides():
+        pair.move(side, RTR)
+    for side in pair.sides():
+        pair.move(side, RTS, retry_cnt=2, timeout=8)
+    src = pair.a.mr(4096)
+    dst = pair.b.mr(4096)
+    d = fault_dir(wire.a.name)
+    with open(f"{d}/tx_drop", "w") as f:
+        f.write("1000000")
+    try:
+        for i in range(3):
+            pair.a.qp.post_send(send_wr(i, e.IBV_WR_RDMA_WRITE,
+                                        [sge(src, 0, 64)],
+                                        remote=(dst, 0)))
+        wcs = pair.a.poll(3, timeout=60)
+    finally:
+        with open(f"{d}/tx_drop", "w") as f:
+            f.write("0")
+    assert [w.status for w in wcs] == [e.IBV_WC_RETRY_EXC_ERR,
+                                       e.IBV_WC_WR_FLUSH_ERR,
+                                       e.IBV_WC_WR_FLUSH_ERR], \
+        [wc_text(w) for w in wcs]
+    assert counters(wire.a)["local_ack_timeouts"] >= 3
+
+
+def test_rnr_retry_exhausted(wire):
+    """No receive posted, rnr_retry 2: IBV_WC_RNR_RETRY_EXC_ERR."""
+    pair = RCPair(wire)
+    pair.connect(rnr_retry=2, min_rnr_timer=1)
+    src = pair.a.mr(4096)
+    for i in range(2):
+        pair.a.qp.post_send(send_wr(i, e.IBV_WR_SEND, [sge(src, 0, 100)]))
+    wcs = pair.a.poll(2, timeout=30)
+    assert [w.status for w in wcs] == [e.IBV_WC_RNR_RETRY_EXC_ERR,
+                                       e.IBV_WC_WR_FLUSH_ERR], \
+        [wc_text(w) for w in wcs]
+    assert counters(wire.b)["tx_nak_rnr"] >= 3
