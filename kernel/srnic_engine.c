@@ -17,12 +17,15 @@
  * srnic.poll_usecs, doubles whenever work woke the engine soon after it
  * went to sleep (a steady stream with gaps longer than the window), up to
  * srnic.poll_max_usecs, and falls back once the engine slept longer than
- * that.
+ * that. An engine polls only while no other task wants its CPU
+ * (single_task_running()), as KVM's halt polling does: on a busy CPU the
+ * producers ring doorbells instead.
  */
 
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/sched.h>
+#include <linux/sched/stat.h>
 #include <linux/slab.h>
 
 #include "srnic.h"
@@ -264,7 +267,12 @@ static int srnic_engine_thread(void *arg)
 			continue;
 		}
 
-		if (ktime_get_ns() - last_work < engine->window_ns) {
+		/*
+		 * Poll only a CPU nobody else wants: spinning while an
+		 * application waits for this CPU would cost it a time slice.
+		 */
+		if (ktime_get_ns() - last_work < engine->window_ns &&
+		    single_task_running()) {
 			srnic_engine_poll(engine);
 			if (need_resched())
 				schedule();

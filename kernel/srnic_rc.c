@@ -755,10 +755,12 @@ static bool srnic_qp_prepare_sleep(struct srnic_engine_task *task)
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 
 	/*
-	 * A requester waiting for ACKs runs again when they (or its timers)
-	 * come, and looks at the SQ then: posts meanwhile need no doorbell.
+	 * A requester waiting for ACKs, or for the end of an RNR wait, runs
+	 * again when they (or its timers) come, and looks at the SQ then:
+	 * posts meanwhile need no doorbell.
 	 */
-	if (!qp->req.local_ifindex && srnic_req_wire_waiting(qp))
+	if (qp->req.local_ifindex ? qp->req.rnr_waiting :
+				    srnic_req_wire_waiting(qp))
 		return srnic_qp_has_work(task);
 	srnic_queue_set_need_wakeup(&qp->sq.ring, true);
 	/*
