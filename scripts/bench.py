@@ -1,0 +1,552 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""srnic's benchmark (issue 5), the two halves of scripts/bench.sh.
+
+  bench.py run DIR      inside the VM: take every measurement, writing
+                        DIR/raw.json after each one and the tools' output
+                        to DIR/logs/
+  bench.py report DIR   on the host: the table from DIR/raw.json, printed
+                        and written to DIR/results.txt and DIR/results.json
+
+The measurements, in this order (see Documentation/performance.rst):
+
+  memcpy      build/bench/memcpy-bw (scripts/memcpy-bw.c): 64 KiB blocks
+              (cache-hot, perftest's working set) and 64 MiB blocks
+  srnic       one device (srnic0 on a veth end, client and server on it):
+              ib_{write,read,send}_bw at 4 KiB and 64 KiB,
+              ib_{write,send,read}_lat at 8 B; then syscalls per post of
+              ib_write_bw and ib_send_bw under strace
+  wire        the same perftest set between srnic0 and srnic1 on the two
+              ends of a veth pair, each in a netns of its own (every packet
+              goes through the RoCEv2 wire path)
+  rxe         the one-device set and syscalls per post on an rxe device
+              (rdma_rxe and srnic cannot both own UDP 4791 in init_net, so
+              srnic is unloaded first)
+
+The topologies are tests/topology.py's (one-device, veth-two-netns), the
+tool runs and the syscall count tests/perftools.py's, as in
+tests/test_rc_tools.py. Every tool run is bounded by
+SRNIC_BENCH_TOOL_TIMEOUT seconds (default 60); a run that fails or times
+out is recorded as failed, with its error, and shows as FAILED.
+"""
+import datetime
+import json
+import os
+import pathlib
+import platform
+import re
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+KiB = 1024
+
+# (tool, message size): the lines of the one-device and the wire sets.
+PERFTESTS = [
+    ("ib_write_bw", 4 * KiB), ("ib_write_bw", 64 * KiB),
+    ("ib_read_bw", 4 * KiB), ("ib_read_bw", 64 * KiB),
+    ("ib_send_bw", 4 * KiB), ("ib_send_bw", 64 * KiB),
+    ("ib_write_lat", 8), ("ib_send_lat", 8), ("ib_read_lat", 8),
+]
+SYSCALL_TOOLS = ["ib_write_bw", "ib_send_bw"]
+# (driver, the line's topology name, tests/topology.py's topology)
+CONFIGS = [
+    ("srnic", "one-device", "one-device"),
+    ("srnic", "wire", "veth-two-netns"),
+    ("rxe", "one-device", "one-device"),
+]
+MEMCPY_BLOCKS = [64 * KiB, 64 * KiB * KiB]
+
+
+def env_int(name, default):
+    return int(os.environ.get(name, default))
+
+
+# Iterations per run, the same for both drivers. Chosen so that a run on
+# rxe (the slow one: ~0.1 Gb/s, 40-140 us per 8 B round trip under TCG)
+# takes a few seconds.
+ITERS = {
+    "bw_4k": env_int("SRNIC_BENCH_ITERS_BW_4K", 2000),
+    "bw_64k": env_int("SRNIC_BENCH_ITERS_BW_64K", 500),
+    "lat": env_int("SRNIC_BENCH_ITERS_LAT", 2000),
+}
+# Syscalls per post: two runs of N1 and N2 64-byte posts.
+SYSCALL_N1, SYSCALL_N2 = 200, 2200
+PORT_BASE = 18700
+
+
+def iters_for(tool, size):
+    if tool.endswith("_lat"):
+        return ITERS["lat"]
+    return ITERS["bw_4k"] if size <= 4 * KiB else ITERS["bw_64k"]
+
+
+def perftest_port(driver, topo, tool, size):
+    """A fixed TCP port per run, whatever failed before it."""
+    cfg = [(d, t) for d, t, _ in CONFIGS].index((driver, topo))
+    return PORT_BASE + cfg * 20 + PERFTESTS.index((tool, size))
+
+
+def syscall_ports(driver, tool):
+    base = PORT_BASE + 100 + (0 if driver == "srnic" else 10)
+    first = base + 2 * SYSCALL_TOOLS.index(tool)
+    return iter([first, first + 1])
+
+
+def size_text(size):
+    if size >= KiB * KiB and size % (KiB * KiB) == 0:
+        return f"{size // (KiB * KiB)} MiB"
+    if size >= KiB and size % KiB == 0:
+        return f"{size // KiB} KiB"
+    return f"{size} B"
+
+
+# ---- parsing perftest's report -----------------------------------------------
+
+def result_fields(out, size):
+    """The fields of perftest's result line: the one starting with the
+    message size, followed by numbers only."""
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[0] == str(size):
+            try:
+                return [float(x) for x in f]
+            except ValueError:
+                continue
+    return None
+
+
+def parse_perftest(tool, size, outputs):
+    """{bw_gbps} or {lat_typical_us, lat_avg_us} from the first output that
+    has a result line; None if none has.
+
+    bw (--report_gbits): #bytes #iterations BW-peak BW-average MsgRate
+    lat: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+    """
+    for out in outputs:
+        f = result_fields(out, size)
+        if f is None:
+            continue
+        if tool.endswith("_bw") and len(f) >= 4:
+            return {"bw_gbps": f[3]}
+        if tool.endswith("_lat") and len(f) >= 6:
+            return {"lat_typical_us": f[4], "lat_avg_us": f[5]}
+    return None
+
+
+# ---- run (inside the VM) -----------------------------------------------------
+
+class Bench:
+    def __init__(self, outdir):
+        sys.path.insert(0, str(REPO / "tests"))
+        self.outdir = pathlib.Path(outdir).resolve()
+        self.logs = self.outdir / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.start = time.monotonic()
+        self.budget = float(os.environ.get("SRNIC_BENCH_BUDGET", "1000"))
+        self.timeout = float(os.environ.get("SRNIC_BENCH_TOOL_TIMEOUT", "60"))
+        self.raw = {
+            "meta": {
+                "date": datetime.datetime.now(datetime.timezone.utc)
+                .strftime("%Y-%m-%d %H:%M UTC"),
+                "commit": os.environ.get("SRNIC_BENCH_COMMIT", "unknown"),
+                "host_load_start": os.environ.get("SRNIC_BENCH_HOST_LOAD",
+                                                  "unknown"),
+                "kernel": platform.release(),
+                "cpus": os.cpu_count(),
+                "perftest": package_version("perftest"),
+                "iters": ITERS,
+                "syscall_iters": [SYSCALL_N1, SYSCALL_N2],
+                "tool_timeout_s": self.timeout,
+            },
+            "memcpy": [],
+            "perftest": [],
+            "syscalls": [],
+        }
+        self.save()
+
+    def save(self):
+        tmp = self.outdir / "raw.json.tmp"
+        tmp.write_text(json.dumps(self.raw, indent=1) + "\n")
+        tmp.replace(self.outdir / "raw.json")
+
+    def say(self, text):
+        print(f"bench [{time.monotonic() - self.start:6.1f}s] {text}",
+              flush=True)
+
+    def out_of_time(self, need):
+        """Error text if a run that may take need seconds would overrun the
+        budget (the VM's timeout less boot and shutdown)."""
+        left = self.budget - (time.monotonic() - self.start)
+        if left < need:
+            return (f"not run: {left:.0f}s left of the {self.budget:.0f}s "
+                    f"budget")
+        return None
+
+    def record(self, section, entry):
+        self.raw[section].append(entry)
+        self.save()
+
+    # -- memcpy --
+
+    def memcpy(self):
+        tool = self.outdir / "memcpy-bw"
+        for block in MEMCPY_BLOCKS:
+            entry = {"block": block, "ok": False}
+            try:
+                p = subprocess.run([str(tool), str(block), "2"],
+                                   capture_output=True, text=True,
+                                   timeout=60)
+                m = re.search(r"gbps=([0-9.]+)", p.stdout)
+                if p.returncode == 0 and m:
+                    entry.update(ok=True, gbps=float(m.group(1)),
+                                 output=p.stdout.strip())
+                else:
+                    entry["error"] = (f"exit {p.returncode}: "
+                                      f"{p.stdout}{p.stderr}".strip())
+            except (OSError, subprocess.SubprocessError) as e:
+                entry["error"] = str(e)
+            self.say(f"memcpy {size_text(block)}: "
+                     f"{entry.get('gbps', 'FAILED')} Gb/s")
+            self.record("memcpy", entry)
+
+    # -- perftest --
+
+    def config(self, driver, topo_name, topo_id, syscalls):
+        import topology as topology_mod
+
+        entries = [{"driver": driver, "topology": topo_name, "tool": tool,
+                    "size": size, "iters": iters_for(tool, size),
+                    "port": perftest_port(driver, topo_name, tool, size),
+                    "ok": False}
+                   for tool, size in PERFTESTS]
+        sys_entries = [{"driver": driver, "topology": topo_name,
+                        "tool": tool, "ok": False}
+                       for tool in (SYSCALL_TOOLS if syscalls else [])]
+        self.say(f"{driver} {topo_name}: building {topo_id}")
+        topo = veth = None
+        try:
+            if driver == "rxe":
+                # srnic may still own UDP 4791 in init_net.
+                subprocess.run(["modprobe", "-r", "srnic"],
+                               capture_output=True, timeout=60)
+            topo, veth = topology_mod.build(topo_id, driver)
+        except BaseException as e:  # pytest.skip is a BaseException
+            error = f"topology {topo_id}: {type(e).__name__}: {e}"
+            self.say(error)
+            for section, group in (("perftest", entries),
+                                   ("syscalls", sys_entries)):
+                for entry in group:
+                    entry["error"] = error
+                    self.record(section, entry)
+            return
+        try:
+            for entry in entries:
+                self.perftest(topo, entry)
+            for entry in sys_entries:
+                self.syscalls(topo, entry)
+        finally:
+            topology_mod.teardown(topo, veth)
+
+    def perftest(self, topo, e):
+        from perftools import perftest_argv, run_pair
+
+        tool, size = e["tool"], e["size"]
+        tag = f"{e['driver']}-{e['topology']}-{tool}-{size}"
+        e["log"] = f"logs/{tag}-client.log"
+        e["error"] = self.out_of_time(self.timeout + 10)
+        if e["error"] is None:
+            extra = ["--report_gbits"] if tool.endswith("_bw") else []
+            argv = [perftest_argv(tool, end, size, e["iters"], e["port"],
+                                  extra) for end in (topo.a, topo.b)]
+            t0 = time.monotonic()
+            try:
+                outs = run_pair(topo, argv[0], argv[1], e["port"],
+                                self.logs, tag, timeout=self.timeout)
+                result = parse_perftest(tool, size, outs)
+                if result is None:
+                    e["error"] = "no result line in the output"
+                else:
+                    e.update(result, ok=True)
+            except AssertionError as err:
+                e["error"] = str(err).splitlines()[0]
+            e["seconds"] = round(time.monotonic() - t0, 1)
+        shown = {k: v for k, v in e.items()
+                 if k in ("bw_gbps", "lat_typical_us", "lat_avg_us",
+                          "seconds", "error") and v is not None}
+        self.say(f"{e['driver']} {e['topology']} {tool} {size_text(size)}: "
+                 f"{shown}")
+        self.record("perftest", e)
+
+    def syscalls(self, topo, e):
+        from perftools import syscalls_per_post
+
+        tool = e["tool"]
+        e["iters"] = [SYSCALL_N1, SYSCALL_N2]
+        e["error"] = self.out_of_time(2 * self.timeout + 20)
+        if e["error"] is None:
+            workdir = self.logs / f"strace-{e['driver']}-{tool}"
+            workdir.mkdir(exist_ok=True)
+            try:
+                pp = syscalls_per_post(topo, tool,
+                                       syscall_ports(e["driver"], tool),
+                                       workdir, SYSCALL_N1, SYSCALL_N2,
+                                       timeout=self.timeout)
+                e.update(ok=True, client=pp.client, server=pp.server,
+                         detail=pp.report(e["driver"], topo.id))
+            except AssertionError as err:
+                e["error"] = str(err).splitlines()[0]
+        self.say(f"{e['driver']} syscalls/post {tool}: "
+                 f"{e.get('detail') or e['error']}")
+        self.record("syscalls", e)
+
+    def run(self):
+        self.memcpy()
+        for driver, topo_name, topo_id in CONFIGS:
+            self.config(driver, topo_name, topo_id,
+                        syscalls=topo_name == "one-device")
+        self.raw["meta"]["guest_seconds"] = round(
+            time.monotonic() - self.start)
+        self.save()
+        self.say("done")
+
+
+def package_version(name):
+    try:
+        return subprocess.run(["dpkg-query", "-W", "-f", "${Version}", name],
+                              capture_output=True, text=True,
+                              timeout=30).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+# ---- report (on the host) ----------------------------------------------------
+
+# Issue 5's targets: (kind, bound), met when value kind bound.
+BW_TARGET = (">=", 10.0)        # srnic/rxe, 64 KiB, one device
+LAT_TARGET = ("<=", 0.25)       # srnic/rxe, 8 B typical latency
+WIRE_TARGET = (">=", 4.0)       # srnic wire / rxe one-device, 64 KiB bw
+MEMCPY_TARGET = (">=", 0.5)     # srnic one-device write 64 KiB / memcpy
+SYSCALL_TARGET = ("<", 0.005)   # srnic syscalls per post: 0.00
+
+
+def target_text(target, suffix="x"):
+    op, bound = target
+    if op == "<":
+        return "0"
+    return f"{op} {bound:g}{suffix}"
+
+
+def met(target, value):
+    if value is None:
+        return "-"
+    op, bound = target
+    ok = {">=": value >= bound, "<=": value <= bound,
+          "<": value < bound}[op]
+    return "met" if ok else "not met"
+
+
+class Report:
+    def __init__(self, outdir, vm_status):
+        self.outdir = pathlib.Path(outdir)
+        raw_path = self.outdir / "raw.json"
+        try:
+            self.raw = json.loads(raw_path.read_text())
+        except (OSError, ValueError) as e:
+            self.raw = {"meta": {}, "memcpy": [], "perftest": [],
+                        "syscalls": [], "error": f"{raw_path}: {e}"}
+        self.vm_status = vm_status
+        self.lines = []
+        self.failed = 0
+
+    def perftest(self, driver, topo, tool, size):
+        for e in self.raw["perftest"]:
+            if (e["driver"], e["topology"], e["tool"], e["size"]) == \
+                    (driver, topo, tool, size):
+                return e
+        return {"ok": False, "error": "not measured (the VM run ended "
+                                      "before it)"}
+
+    def syscall(self, driver, tool):
+        for e in self.raw["syscalls"]:
+            if (e["driver"], e["tool"]) == (driver, tool):
+                return e
+        return {"ok": False, "error": "not measured (the VM run ended "
+                                      "before it)"}
+
+    def memcpy(self, block):
+        for e in self.raw["memcpy"]:
+            if e["block"] == block:
+                return e
+        return {"ok": False, "error": "not measured"}
+
+    def add(self, name, unit, srnic, rxe, ratio, target="", status="",
+            **extra):
+        line = {"line": name, "unit": unit, "srnic": srnic, "rxe": rxe,
+                "ratio": ratio, "target": target, "status": status}
+        line.update(extra)
+        self.lines.append(line)
+        for v in (srnic, rxe):
+            if v == "FAILED":
+                self.failed += 1
+
+    @staticmethod
+    def value(e, key):
+        return e.get(key) if e.get("ok") else None
+
+    def build(self):
+        for topo in ("one-device", "wire"):
+            for tool, size in PERFTESTS:
+                s = self.perftest("srnic", topo, tool, size)
+                r = self.perftest("rxe", "one-device", tool, size)
+                name = f"{tool} {size_text(size)} {topo}"
+                # A wire line's rxe value is the one-device line's: its
+                # error shows there.
+                ends = (("srnic", s), ("rxe", r)) if topo == "one-device" \
+                    else (("srnic", s),)
+                errors = {d: e.get("error") for d, e in ends
+                          if not e.get("ok")}
+                if tool.endswith("_bw"):
+                    sv, rv = self.value(s, "bw_gbps"), self.value(r,
+                                                                  "bw_gbps")
+                    ratio = sv / rv if sv is not None and rv else None
+                    target = None
+                    if size == 64 * KiB:
+                        target = BW_TARGET if topo == "one-device" \
+                            else WIRE_TARGET
+                    self.add(name, "Gb/s", fmt(sv, 3), fmt(rv, 3),
+                             fmt(ratio, 2, "-"),
+                             target_text(target) if target else "",
+                             met(target, ratio) if target else "",
+                             srnic_value=sv, rxe_value=rv,
+                             ratio_value=ratio, errors=errors or None)
+                else:
+                    st, sa = (self.value(s, "lat_typical_us"),
+                              self.value(s, "lat_avg_us"))
+                    rt, ra = (self.value(r, "lat_typical_us"),
+                              self.value(r, "lat_avg_us"))
+                    ratio_t = st / rt if st is not None and rt else None
+                    ratio_a = sa / ra if sa is not None and ra else None
+                    target = LAT_TARGET if topo == "one-device" else None
+                    self.add(name, "us typ/avg", fmt_pair(st, sa),
+                             fmt_pair(rt, ra), fmt_pair(ratio_t, ratio_a, 2, "-"),
+                             target_text(target) if target else "",
+                             met(target, ratio_t) if target else "",
+                             srnic_value=[st, sa], rxe_value=[rt, ra],
+                             ratio_value=[ratio_t, ratio_a],
+                             errors=errors or None)
+        for block in MEMCPY_BLOCKS:
+            e = self.memcpy(block)
+            v = self.value(e, "gbps")
+            hot = " (cache-hot)" if block <= 64 * KiB else ""
+            self.add(f"memcpy {size_text(block)} blocks{hot}", "Gb/s",
+                     fmt(v, 3), "", "", srnic_value=v,
+                     errors=None if e.get("ok") else {"memcpy": e["error"]})
+        w = self.value(self.perftest("srnic", "one-device", "ib_write_bw",
+                                     64 * KiB), "bw_gbps")
+        m = self.value(self.memcpy(64 * KiB), "gbps")
+        r = w / m if w is not None and m else None
+        self.add("ib_write_bw 64 KiB one-device / memcpy 64 KiB", "ratio",
+                 fmt(r, 2, "-"), "", "", target_text(MEMCPY_TARGET),
+                 met(MEMCPY_TARGET, r), srnic_value=r)
+        for tool in SYSCALL_TOOLS:
+            s, r = self.syscall("srnic", tool), self.syscall("rxe", tool)
+            for end in ("client", "server"):
+                sv, rv = self.value(s, end), self.value(r, end)
+                self.add(f"syscalls/post {tool} {end}", "calls",
+                         fmt(sv, 3), fmt(rv, 3), "",
+                         target_text(SYSCALL_TARGET), met(SYSCALL_TARGET, sv),
+                         srnic_value=sv, rxe_value=rv,
+                         errors={d: e.get("error") for d, e in
+                                 (("srnic", s), ("rxe", r))
+                                 if not e.get("ok")} or None)
+
+    def text(self):
+        meta = self.raw.get("meta", {})
+        head = [
+            f"srnic benchmark (make bench), {meta.get('date', '?')}, "
+            f"commit {meta.get('commit', '?')}",
+            f"VM: QEMU/TCG, {meta.get('cpus', '?')} vCPUs, kernel "
+            f"{meta.get('kernel', '?')}, perftest "
+            f"{meta.get('perftest', '?')}; host load average "
+            f"{meta.get('host_load_start', '?')} (start), "
+            f"{meta.get('host_load_end', '?')} (end)",
+            f"iterations: {meta.get('iters', '?')}, syscalls/post from "
+            f"{meta.get('syscall_iters', '?')} posts; wire = srnic0 and "
+            f"srnic1 in two netns over a veth pair, compared with rxe's "
+            f"one-device value",
+        ]
+        if self.raw.get("error"):
+            head.append(f"no measurements: {self.raw['error']}")
+        if self.vm_status:
+            head.append(f"WARNING: the VM run exited {self.vm_status} "
+                        f"(see {self.outdir}/console.log)")
+        cols = ["line", "unit", "srnic", "rxe", "srnic/rxe", "target",
+                "status"]
+        rows = [cols] + [[str(l[c] if c != "line" else l["line"])
+                          for c in ("line", "unit", "srnic", "rxe", "ratio",
+                                    "target", "status")]
+                         for l in self.lines]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
+        body = []
+        for i, r in enumerate(rows):
+            cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + \
+                [c.rjust(w) for c, w in zip(r[2:5], widths[2:5])] + \
+                [r[5].ljust(widths[5]), r[6]]
+            body.append("  ".join(cells).rstrip())
+            if i == 0:
+                body.append("-" * len(body[0]))
+        # Each distinct error once, with the lines it made FAILED.
+        errors = {}
+        for l in self.lines:
+            for who, err in (l.get("errors") or {}).items():
+                errors.setdefault(err, []).append(f"{l['line']} ({who})")
+        foot = [""] if errors else []
+        for err, where in errors.items():
+            more = f" and {len(where) - 3} more" if len(where) > 3 else ""
+            foot.append(f"FAILED {', '.join(where[:3])}{more}: {err}")
+        return "\n".join(head + [""] + body + foot) + "\n"
+
+    def write(self):
+        text = self.text()
+        (self.outdir / "results.txt").write_text(text)
+        data = {"meta": self.raw.get("meta", {}),
+                "vm_status": self.vm_status,
+                "failed": self.failed,
+                "lines": self.lines,
+                "raw": self.raw}
+        (self.outdir / "results.json").write_text(
+            json.dumps(data, indent=1) + "\n")
+        return text
+
+
+def fmt(v, digits, missing="FAILED"):
+    return missing if v is None else f"{v:.{digits}f}"
+
+
+def fmt_pair(a, b, digits=1, missing="FAILED"):
+    if a is None or b is None:
+        return missing
+    return f"{a:.{digits}f}/{b:.{digits}f}"
+
+
+def main(argv):
+    if len(argv) < 3 or argv[1] not in ("run", "report"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    if argv[1] == "run":
+        Bench(argv[2]).run()
+        return 0
+    vm_status = int(argv[3]) if len(argv) > 3 else 0
+    report = Report(argv[2], vm_status)
+    if len(argv) > 4:
+        report.raw.setdefault("meta", {})["host_load_end"] = argv[4]
+    report.build()
+    sys.stdout.write(report.write())
+    return 1 if report.failed or vm_status else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
