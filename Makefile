@@ -4,6 +4,7 @@
 #   make            build srnic.ko and libsrnic-rdmav34.so
 #   make run        boot a VM, create two srnic devices on a veth pair, show them
 #   make check      every test: unit tests (sanitizers), checkpatch, VM suites
+#   make bench      the benchmark (Documentation/performance.rst), one VM boot
 #   make install    install module + provider on this host (uninstall: reverse)
 #
 # Everything is built for the newest Debian kernel under /boot (the one the
@@ -23,7 +24,7 @@ CHECKPATCH := $(BUILD)/checkpatch/checkpatch.pl
 VM_SUITES := $(sort $(wildcard tests/test_*.py))
 
 .PHONY: all module provider deps install install-module install-provider \
-	uninstall run check unit-test checkpatch vm-test clean
+	uninstall run check unit-test checkpatch vm-test bench clean
 
 all: module provider
 
@@ -76,6 +77,11 @@ vm-test: all
 	scripts/run-vm-suites.sh $(VM_SUITES)
 
 check: deps all unit-test checkpatch vm-test
+
+# perftest on srnic and rxe, srnic over the wire, memcpy, syscalls per post:
+# one table, also in build/bench/results.txt (and .json).
+bench: deps all
+	scripts/bench.sh
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
