@@ -12,7 +12,7 @@
 #                   stops starting runs when it would overrun it
 # Environment: SRNIC_BENCH_TOOL_TIMEOUT (seconds per tool run, default 60),
 # SRNIC_BENCH_ITERS_BW_4K, SRNIC_BENCH_ITERS_BW_64K, SRNIC_BENCH_ITERS_LAT
-# (perftest -n, defaults 2000, 500, 2000).
+# (perftest -n, defaults 2000, 500, 1000).
 #
 # Needs srnic.ko and the provider built (`make`). Everything in build/bench
 # is made afresh by each run. Exit status: 0 when every line was measured,

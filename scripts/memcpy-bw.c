@@ -9,10 +9,10 @@
  * Copies one BLOCK_BYTES buffer to another with the C library's memcpy,
  * again and again, for about SECONDS, and prints one line:
  *
- *   memcpy block=65536 copies=N bytes=B seconds=S gbps=G
+ *   memcpy block=65536 copies=N bytes=B seconds=S GBps=X gbps=Y
  *
- * gbps counts the bytes copied (each once), in 10^9 bits per second, the
- * unit of perftest's --report_gbits. A block that fits in the caches
+ * Both count the bytes copied (each once): GBps in 10^9 bytes per second,
+ * gbps in 10^9 bits per second, the unit of the benchmark's table. A block that fits in the caches
  * (64 KiB, perftest's working set at that message size) gives the cache-hot
  * ceiling; a large one (64 MiB) the streaming one. A few warm-up copies
  * touch every page first, so page faults are not counted.
@@ -81,9 +81,10 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < block; i += 4099)
 		sum += dst[i];
-	printf("memcpy block=%zu copies=%llu bytes=%llu seconds=%.3f gbps=%.3f check=%u\n",
+	printf("memcpy block=%zu copies=%llu bytes=%llu seconds=%.3f GBps=%.3f gbps=%.3f check=%u\n",
 	       block, (unsigned long long)copies,
 	       (unsigned long long)(copies * block), elapsed,
+	       copies * block / elapsed / 1e9,
 	       copies * block * 8 / elapsed / 1e9, sum);
 	free(src);
 	free(dst);
