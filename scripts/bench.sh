@@ -50,7 +50,8 @@ done
 
 rm -rf "$out"
 mkdir -p "$out"
-cc -O2 -Wall -Wextra -o "$out/memcpy-bw" scripts/memcpy-bw.c || exit 2
+cc -O2 -Wall -Wextra -fno-tree-loop-distribute-patterns -o "$out/memcpy-bw" \
+	scripts/memcpy-bw.c || exit 2
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
