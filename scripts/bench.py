@@ -15,22 +15,28 @@ The measurements, in this order (see Documentation/performance.rst):
               memcpy, with rep movsb (the kernel's memcpy) and with an SSE2
               loop; 64 MiB blocks with the C library's memcpy. The ceiling
               is the fastest 64 KiB copy.
-  srnic       one device (srnic0 on a veth end, client and server on it):
-              ib_{write,read,send}_bw at 4 KiB and 64 KiB,
-              ib_{write,send,read}_lat at 8 B; then syscalls per post of
-              ib_write_bw and ib_send_bw under strace
-  wire        the same perftest set between srnic0 and srnic1 on the two
-              ends of a veth pair, each in a netns of its own (every packet
-              goes through the RoCEv2 wire path)
-  rxe         the one-device set and syscalls per post on an rxe device
-              (rdma_rxe and srnic cannot both own UDP 4791 in init_net, so
-              srnic is unloaded first)
+  perftest    ib_{write,read,send}_bw at 4 KiB and 64 KiB,
+              ib_{write,send,read}_lat at 8 B, each line run on three
+              setups one after the other (so that the host's load, which
+              drifts, weighs alike on a line's values):
+                srnic one-device  srnic2 on a veth end in netns rcnsbench,
+                                  client and server on it
+                srnic wire        srnic0 and srnic1 on the two ends of a
+                                  veth pair, each in a netns of its own
+                                  (every packet takes the RoCEv2 wire path)
+                rxe one-device    rxe0 on a veth end in init_net
+              srnic's devices are in namespaces because srnic and rdma_rxe
+              cannot both own UDP 4791 in init_net. SRNIC_BENCH_REPEAT
+              rounds (default 1); a line's value is its runs' median.
+  syscalls    per post, ib_write_bw and ib_send_bw under strace, on srnic's
+              and on rxe's one-device setup
 
-The topologies are tests/topology.py's (one-device, veth-two-netns), the
-tool runs and the syscall count tests/perftools.py's, as in
-tests/test_rc_tools.py. Every tool run is bounded by
-SRNIC_BENCH_TOOL_TIMEOUT seconds (default 60); a run that fails or times
-out is recorded as failed, with its error, and shows as FAILED.
+The topologies are tests/topology.py's (veth-two-netns, one-device for
+rxe, its one-device moved to a netns for srnic), the tool runs and the
+syscall count tests/perftools.py's, as in tests/test_rc_tools.py. Every
+tool run is bounded by SRNIC_BENCH_TOOL_TIMEOUT seconds (default 60); a run
+that fails or times out is recorded as failed, with its error, and a line
+without one good run shows as FAILED.
 """
 import datetime
 import json
@@ -38,6 +44,7 @@ import os
 import pathlib
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -55,11 +62,11 @@ PERFTESTS = [
     ("ib_write_lat", 8), ("ib_send_lat", 8), ("ib_read_lat", 8),
 ]
 SYSCALL_TOOLS = ["ib_write_bw", "ib_send_bw"]
-# (driver, the line's topology name, tests/topology.py's topology)
+# (driver, the line's topology): the order of a line's runs
 CONFIGS = [
-    ("srnic", "one-device", "one-device"),
-    ("srnic", "wire", "veth-two-netns"),
-    ("rxe", "one-device", "one-device"),
+    ("srnic", "one-device"),
+    ("srnic", "wire"),
+    ("rxe", "one-device"),
 ]
 # (block, method) of build/bench/memcpy-bw (scripts/memcpy-bw.c)
 MEMCPY_RUNS = [(64 * KiB, "libc"), (64 * KiB, "movsb"), (64 * KiB, "sse2"),
@@ -81,6 +88,8 @@ ITERS = {
     "bw_64k": env_int("SRNIC_BENCH_ITERS_BW_64K", 500),
     "lat": env_int("SRNIC_BENCH_ITERS_LAT", 1000),
 }
+# Rounds over every perftest line; a line's value is its runs' median.
+REPEAT = env_int("SRNIC_BENCH_REPEAT", 1)
 # Syscalls per post: two runs of N1 and N2 64-byte posts.
 SYSCALL_N1, SYSCALL_N2 = 200, 2200
 PORT_BASE = 18700
@@ -92,14 +101,15 @@ def iters_for(tool, size):
     return ITERS["bw_4k"] if size <= 4 * KiB else ITERS["bw_64k"]
 
 
-def perftest_port(driver, topo, tool, size):
-    """A fixed TCP port per run, whatever failed before it."""
-    cfg = [(d, t) for d, t, _ in CONFIGS].index((driver, topo))
-    return PORT_BASE + cfg * 20 + PERFTESTS.index((tool, size))
+def perftest_port(driver, topo, tool, size, rnd):
+    """A fixed TCP port per run, whatever failed before it: 100 per round,
+    20 per config (the upper 10 for retries)."""
+    cfg = CONFIGS.index((driver, topo))
+    return PORT_BASE + 100 * rnd + cfg * 20 + PERFTESTS.index((tool, size))
 
 
 def syscall_ports(driver, tool):
-    base = PORT_BASE + 100 + (0 if driver == "srnic" else 10)
+    base = PORT_BASE - 100 + (0 if driver == "srnic" else 10)
     first = base + 2 * SYSCALL_TOOLS.index(tool)
     return iter([first, first + 1])
 
@@ -168,6 +178,7 @@ class Bench:
         self.start = time.monotonic()
         self.budget = float(os.environ.get("SRNIC_BENCH_BUDGET", "1000"))
         self.timeout = float(os.environ.get("SRNIC_BENCH_TOOL_TIMEOUT", "60"))
+        self.teardown = []
         self.raw = {
             "meta": {
                 "date": datetime.datetime.now(datetime.timezone.utc)
@@ -179,6 +190,7 @@ class Bench:
                 "cpus": os.cpu_count(),
                 "perftest": package_version("perftest"),
                 "iters": ITERS,
+                "repeat": REPEAT,
                 "syscall_iters": [SYSCALL_N1, SYSCALL_N2],
                 "tool_timeout_s": self.timeout,
             },
@@ -236,54 +248,114 @@ class Bench:
 
     # -- perftest --
 
-    def config(self, driver, topo_name, topo_id, syscalls):
+    # -- the three setups --
+
+    def setup(self):
+        """{config: Topology or error text}, and what to tear down.
+
+        srnic and rdma_rxe cannot both own UDP 4791 in init_net: srnic's
+        devices live in namespaces, rxe's in init_net, so that all three
+        setups are up at once and each line's runs follow each other."""
         import topology as topology_mod
 
-        entries = [{"driver": driver, "topology": topo_name, "tool": tool,
-                    "size": size, "iters": iters_for(tool, size),
-                    "port": perftest_port(driver, topo_name, tool, size),
-                    "ok": False}
-                   for tool, size in PERFTESTS]
-        sys_entries = [{"driver": driver, "topology": topo_name,
-                        "tool": tool, "ok": False}
-                       for tool in (SYSCALL_TOOLS if syscalls else [])]
-        self.say(f"{driver} {topo_name}: building {topo_id}")
-        topo = veth = None
-        try:
-            if driver == "rxe":
-                # srnic may still own UDP 4791 in init_net.
-                subprocess.run(["modprobe", "-r", "srnic"],
-                               capture_output=True, timeout=60)
-            topo, veth = topology_mod.build(topo_id, driver)
-        except BaseException as e:  # pytest.skip is a BaseException
-            error = f"topology {topo_id}: {type(e).__name__}: {e}"
-            self.say(error)
-            for section, group in (("perftest", entries),
-                                   ("syscalls", sys_entries)):
-                for entry in group:
-                    entry["error"] = error
-                    self.record(section, entry)
-            return
-        try:
-            for entry in entries:
-                self.perftest(topo, entry)
-            for entry in sys_entries:
-                self.syscalls(topo, entry)
-        finally:
-            topology_mod.teardown(topo, veth)
+        topos, teardown = {}, []
+        # veth-two-netns unloads rdma_rxe: it comes first.
+        for cfg, build in ((("srnic", "wire"),
+                            lambda: topology_mod.build("veth-two-netns",
+                                                       "srnic")),
+                           (("srnic", "one-device"), self.srnic_one_device),
+                           (("rxe", "one-device"),
+                            lambda: topology_mod.build("one-device", "rxe"))):
+            self.say(f"{cfg[0]} {cfg[1]}: building")
+            try:
+                topo, veth = build()
+                topos[cfg] = topo
+                teardown.append((topo, veth))
+            except BaseException as e:  # pytest.skip is a BaseException
+                topos[cfg] = f"{cfg[0]} {cfg[1]}: {type(e).__name__}: {e}"
+                self.say(topos[cfg])
+        self.teardown = [lambda t=t, v=v: topology_mod.teardown(t, v)
+                         for t, v in teardown]
+        return topos
 
-    def perftest(self, topo, e):
+    @staticmethod
+    def srnic_one_device():
+        """srnic2 on a veth end in netns rcnsbench: tests/topology.py's
+        one-device, moved out of init_net (which rdma_rxe needs)."""
+        import harness
+        import topology as topology_mod
+
+        topology_mod.load_srnic()
+        veth = harness.Veth()
+        topo = None
+        try:
+            veth.move_to_netns(veth.a, "rcnsbench")
+            end = topology_mod.End("srnic2", "srnic", veth.a, "198.18.30.1",
+                                   "rcnsbench")
+            harness.run("ip", "addr", "add", f"{end.addr}/24", "dev",
+                        end.netdev, netns=end.netns)
+            topology_mod.rdma_link_add(end.name, "srnic", end.netdev,
+                                       end.netns)
+            topo = topology_mod.Topology("one-device", end, end, [end.name])
+            end.resolve_gid()
+            return topo, veth
+        except BaseException:
+            topology_mod.teardown(topo, veth)
+            raise
+
+    # -- perftest --
+
+    def perftest_all(self, topos):
+        """Every perftest line, each line's configs one after the other,
+        REPEAT rounds; the value is the median of a line's runs."""
+        entries = {}
+        for cfg in CONFIGS:
+            for tool, size in PERFTESTS:
+                entries[cfg[:2], tool, size] = {
+                    "driver": cfg[0], "topology": cfg[1], "tool": tool,
+                    "size": size, "iters": iters_for(tool, size),
+                    "runs": [], "ok": False}
+        for rnd in range(REPEAT):
+            for tool, size in PERFTESTS:
+                for cfg in CONFIGS:
+                    e = entries[cfg[:2], tool, size]
+                    topo = topos[cfg[:2]]
+                    if isinstance(topo, str):
+                        e["runs"].append({"error": topo})
+                    else:
+                        e["runs"].append(self.perftest(topo, e, rnd))
+        for e in entries.values():
+            self.summarise(e)
+            self.record("perftest", e)
+
+    @staticmethod
+    def summarise(e):
+        good = [r for r in e["runs"] if "error" not in r]
+        for key in ("bw_gbps", "lat_typical_us", "lat_avg_us"):
+            values = [r[key] for r in good if key in r]
+            if values:
+                e[key] = statistics.median(values)
+        e["ok"] = bool(good)
+        errors = [r["error"] for r in e["runs"] if "error" in r]
+        if errors:
+            e["error"] = errors[0] + (f" ({len(errors)} of {len(e['runs'])} "
+                                      f"runs failed)"
+                                      if len(e["runs"]) > 1 else "")
+
+    def perftest(self, topo, e, rnd):
+        """One run of e's tool; {result...} or {error}."""
         from perftools import perftest_argv, run_pair
 
         tool, size = e["tool"], e["size"]
-        tag = f"{e['driver']}-{e['topology']}-{tool}-{size}"
-        e["log"] = f"logs/{tag}-client.log"
-        e["error"] = self.out_of_time(self.timeout + 10)
+        tag = f"{e['driver']}-{e['topology']}-{tool}-{size}-r{rnd}"
+        run = {"log": f"logs/{tag}-client.log"}
+        error = self.out_of_time(self.timeout + 10)
         attempts = 0
-        while e["error"] is None and attempts < 2:
+        while error is None and attempts < 2:
             # A retry (after a failed clock calibration) on a port of its
             # own: each config has 20 ports, the upper 10 for retries.
-            port = e["port"] + 10 * attempts
+            port = perftest_port(e["driver"], e["topology"], tool, size,
+                                 rnd) + 10 * attempts
             attempts += 1
             argv = [perftest_argv(tool, end, size, e["iters"], port)
                     for end in (topo.a, topo.b)]
@@ -293,29 +365,27 @@ class Bench:
                                 f"{tag}-{attempts}" if attempts > 1 else tag,
                                 timeout=self.timeout)
             except AssertionError as err:
-                e["error"] = str(err).splitlines()[0]
-                e["seconds"] = round(time.monotonic() - t0, 1)
+                error = str(err).splitlines()[0]
+                run["seconds"] = round(time.monotonic() - t0, 1)
                 break
-            e["seconds"] = round(time.monotonic() - t0, 1)
+            run["seconds"] = round(time.monotonic() - t0, 1)
             result = parse_perftest(tool, size, outs)
             if calibration_failed(outs, result):
-                e["calibration_failed"] = attempts
+                run["calibration_failed"] = attempts
                 if attempts < 2:
                     continue
-                e["error"] = ("perftest's clock calibration failed twice "
-                              "(r^2 < 0.9 or zero results)")
+                error = ("perftest's clock calibration failed twice "
+                         "(r^2 < 0.9 or zero results)")
             elif result is None:
-                e["error"] = "no result line in the output"
+                error = "no result line in the output"
             else:
-                e.update(result, ok=True)
+                run.update(result)
             break
-        shown = {k: v for k, v in e.items()
-                 if k in ("bw_gbps", "msg_rate_mpps", "lat_typical_us",
-                          "lat_avg_us", "seconds", "calibration_failed",
-                          "error") and v is not None}
+        if error:
+            run["error"] = error
         self.say(f"{e['driver']} {e['topology']} {tool} {size_text(size)}: "
-                 f"{shown}")
-        self.record("perftest", e)
+                 f"{run}")
+        return run
 
     def syscalls(self, topo, e):
         from perftools import syscalls_per_post
@@ -341,9 +411,22 @@ class Bench:
 
     def run(self):
         self.memcpy()
-        for driver, topo_name, topo_id in CONFIGS:
-            self.config(driver, topo_name, topo_id,
-                        syscalls=topo_name == "one-device")
+        topos = self.setup()
+        try:
+            self.perftest_all(topos)
+            for driver in ("srnic", "rxe"):
+                topo = topos[driver, "one-device"]
+                for tool in SYSCALL_TOOLS:
+                    e = {"driver": driver, "topology": "one-device",
+                         "tool": tool, "ok": False}
+                    if isinstance(topo, str):
+                        e["error"] = topo
+                        self.record("syscalls", e)
+                    else:
+                        self.syscalls(topo, e)
+        finally:
+            for teardown in self.teardown:
+                teardown()
         self.raw["meta"]["guest_seconds"] = round(
             time.monotonic() - self.start)
         self.save()

@@ -11,6 +11,7 @@
 #   --timeout SECS  the VM's (default 1080, SRNIC_BENCH_TIMEOUT); the guest
 #                   stops starting runs when it would overrun it
 # Environment: SRNIC_BENCH_TOOL_TIMEOUT (seconds per tool run, default 60),
+# SRNIC_BENCH_REPEAT (rounds over the perftest lines, median kept, default 1),
 # SRNIC_BENCH_ITERS_BW_4K, SRNIC_BENCH_ITERS_BW_64K, SRNIC_BENCH_ITERS_LAT
 # (perftest -n, defaults 2000, 500, 1000).
 #
@@ -61,8 +62,8 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 load_start=$(load)
 
 pass_env=()
-for var in SRNIC_BENCH_TOOL_TIMEOUT SRNIC_BENCH_ITERS_BW_4K SRNIC_BENCH_ITERS_BW_64K \
-	SRNIC_BENCH_ITERS_LAT; do
+for var in SRNIC_BENCH_TOOL_TIMEOUT SRNIC_BENCH_REPEAT SRNIC_BENCH_ITERS_BW_4K \
+	SRNIC_BENCH_ITERS_BW_64K SRNIC_BENCH_ITERS_LAT; do
 	if [ -n "${!var:-}" ]; then
 		pass_env+=(--env "$var=${!var}")
 	fi
