@@ -290,6 +290,9 @@ class Bench:
         topo = None
         try:
             veth.move_to_netns(veth.a, "rcnsbench")
+            # Client and server talk TCP to one local address: through lo,
+            # which a new netns has down.
+            harness.run("ip", "link", "set", "lo", "up", netns="rcnsbench")
             end = topology_mod.End("srnic2", "srnic", veth.a, "198.18.30.1",
                                    "rcnsbench")
             harness.run("ip", "addr", "add", f"{end.addr}/24", "dev",

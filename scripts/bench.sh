@@ -49,6 +49,14 @@ for f in srnic.ko build/userspace/libsrnic-rdmav34.so; do
 	fi
 done
 
+# One bench at a time per clone: a second one would delete the first's
+# results under it.
+mkdir -p "$REPO/build"
+exec 9>"$REPO/build/.bench.lock"
+if ! flock -n 9; then
+	echo "bench.sh: another bench runs in this clone ($REPO/build/.bench.lock)" >&2
+	exit 2
+fi
 rm -rf "$out"
 mkdir -p "$out"
 cc -O2 -Wall -Wextra -fno-tree-loop-distribute-patterns -o "$out/memcpy-bw" \
