@@ -181,7 +181,9 @@ class Bench:
         self.teardown = []
         self.raw = {
             "meta": {
-                "date": datetime.datetime.now(datetime.timezone.utc)
+                # The host's clock (bench.sh): the guest's may lag.
+                "date": os.environ.get("SRNIC_BENCH_DATE") or
+                datetime.datetime.now(datetime.timezone.utc)
                 .strftime("%Y-%m-%d %H:%M UTC"),
                 "commit": os.environ.get("SRNIC_BENCH_COMMIT", "unknown"),
                 "host_load_start": os.environ.get("SRNIC_BENCH_HOST_LOAD",

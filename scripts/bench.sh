@@ -81,6 +81,7 @@ start=$SECONDS
 scripts/vm-run --timeout "$timeout" --results "$out" --log "$out/console.log" \
 	--env PYTHONUNBUFFERED=1 \
 	--env "SRNIC_BENCH_COMMIT=$commit" \
+	--env "SRNIC_BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')" \
 	--env "SRNIC_BENCH_HOST_LOAD=$load_start" \
 	--env "SRNIC_BENCH_BUDGET=$((timeout - 90))" \
 	${pass_env[@]+"${pass_env[@]}"} \
