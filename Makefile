@@ -5,6 +5,7 @@
 #   make run        boot a VM, create two srnic devices on a veth pair, show them
 #   make check      every test: unit tests (sanitizers), checkpatch, fuzzing, VM suites
 #   make fuzz       fuzz the packet parser for FUZZ_SECONDS (60) on the host
+#   make bench      the benchmark (Documentation/performance.rst), one VM boot
 #   make install    install module + provider on this host (uninstall: reverse)
 #
 # Everything is built for the newest Debian kernel under /boot (the one the
@@ -42,7 +43,7 @@ FUZZ_WIRE_DEPS := $(FUZZ_WIRE_SRCS) kernel/srnic_wire.h kernel/srnic_wire_compat
 	userspace/tests/kshim/srnic_kshim.h
 
 .PHONY: all module provider deps install install-module install-provider \
-	uninstall run check unit-test checkpatch fuzz fuzz-build fuzz-merge vm-test clean
+	uninstall run check unit-test checkpatch fuzz fuzz-build fuzz-merge vm-test bench clean
 
 all: module provider
 
@@ -117,6 +118,11 @@ vm-test: all
 	scripts/run-vm-suites.sh $(VM_SUITES)
 
 check: deps all unit-test checkpatch fuzz vm-test
+
+# perftest on srnic and rxe, srnic over the wire, memcpy, syscalls per post:
+# one table, also in build/bench/results.txt (and .json).
+bench: deps all
+	scripts/bench.sh
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

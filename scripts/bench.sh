@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# srnic's benchmark (`make bench`, issue 5): in one VM boot, perftest on one
+# srnic device and on one rxe device, perftest between two srnic devices over
+# the wire (two netns joined by a veth pair), the VM's memcpy bandwidth, and
+# syscalls per post per driver. Prints one table and writes it to
+# build/bench/results.txt, with build/bench/results.json next to it.
+# Documentation/performance.rst says what each line means.
+#
+# Usage: scripts/bench.sh [--timeout SECS]
+#   --timeout SECS  the VM's (default 1080, SRNIC_BENCH_TIMEOUT); the guest
+#                   stops starting runs when it would overrun it
+# Environment: SRNIC_BENCH_TOOL_TIMEOUT (seconds per tool run, default 60),
+# SRNIC_BENCH_REPEAT (rounds over the perftest lines, median kept, default 1),
+# SRNIC_BENCH_ITERS_BW_4K, SRNIC_BENCH_ITERS_BW_64K, SRNIC_BENCH_ITERS_LAT
+# (perftest -n, defaults 2000, 500, 1000).
+#
+# Needs srnic.ko and the provider built (`make`). Everything in build/bench
+# is made afresh by each run. Exit status: 0 when every line was measured,
+# 1 when a line FAILED or the VM run failed (the table is printed anyway).
+set -uo pipefail
+
+REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
+cd "$REPO" || exit 2
+out=$REPO/build/bench
+timeout=${SRNIC_BENCH_TIMEOUT:-1080}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--timeout)
+		timeout=${2:?--timeout needs SECS}
+		shift 2
+		;;
+	-h | --help)
+		sed -n '3,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"
+		exit 0
+		;;
+	*)
+		echo "bench.sh: unknown argument $1 (see --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+for f in srnic.ko build/userspace/libsrnic-rdmav34.so; do
+	if [ ! -f "$f" ]; then
+		echo "bench.sh: $f is missing: run make first (make bench does)" >&2
+		exit 2
+	fi
+done
+
+# One bench at a time per clone: a second one would delete the first's
+# results under it.
+mkdir -p "$REPO/build"
+exec 9>"$REPO/build/.bench.lock"
+if ! flock -n 9; then
+	echo "bench.sh: another bench runs in this clone ($REPO/build/.bench.lock)" >&2
+	exit 2
+fi
+rm -rf "$out"
+mkdir -p "$out"
+cc -O2 -Wall -Wextra -fno-tree-loop-distribute-patterns -o "$out/memcpy-bw" \
+	scripts/memcpy-bw.c || exit 2
+
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+	commit="$commit (with uncommitted changes)"
+fi
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+load_start=$(load)
+
+pass_env=()
+for var in SRNIC_BENCH_TOOL_TIMEOUT SRNIC_BENCH_REPEAT SRNIC_BENCH_ITERS_BW_4K \
+	SRNIC_BENCH_ITERS_BW_64K SRNIC_BENCH_ITERS_LAT; do
+	if [ -n "${!var:-}" ]; then
+		pass_env+=(--env "$var=${!var}")
+	fi
+done
+
+start=$SECONDS
+scripts/vm-run --timeout "$timeout" --results "$out" --log "$out/console.log" \
+	--env PYTHONUNBUFFERED=1 \
+	--env "SRNIC_BENCH_COMMIT=$commit" \
+	--env "SRNIC_BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')" \
+	--env "SRNIC_BENCH_HOST_LOAD=$load_start" \
+	--env "SRNIC_BENCH_BUDGET=$((timeout - 90))" \
+	${pass_env[@]+"${pass_env[@]}"} \
+	-- /usr/bin/python3 scripts/bench.py run "$out"
+vm_status=$?
+
+echo
+/usr/bin/python3 scripts/bench.py report "$out" "$vm_status" "$(load)"
+status=$?
+echo
+echo "bench: $((SECONDS - start)) s; table in $out/results.txt, JSON in" \
+	"$out/results.json, tool logs in $out/logs"
+exit "$status"
