@@ -17,11 +17,14 @@
  * srnic.poll_usecs, doubles whenever work woke the engine soon after it
  * went to sleep (a steady stream with gaps longer than the window), up to
  * srnic.poll_max_usecs, and falls back once the engine slept longer than
- * that. An engine polls only while no other task wants its CPU
- * (single_task_running()), as KVM's halt polling does: on a busy CPU the
- * producers ring doorbells instead.
+ * that. Within the window an engine spins for srnic.poll_usecs at most,
+ * and only while no other task wants its CPU (single_task_running(), as
+ * KVM's halt polling); then it naps between looks (idle time / 16, 50 us to
+ * 1 ms), so applications keep their CPU, an idle engine costs little, and
+ * producers still need no doorbell while the window lasts.
  */
 
+#include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/sched.h>
@@ -35,10 +38,14 @@ module_param(poll_usecs, uint, 0644);
 MODULE_PARM_DESC(poll_usecs,
 		 "Microseconds an idle engine keeps polling rings before it sleeps, at least (0: never poll)");
 
-static unsigned int poll_max_usecs = 20000;
+static unsigned int poll_max_usecs = 100000;
 module_param(poll_max_usecs, uint, 0644);
 MODULE_PARM_DESC(poll_max_usecs,
-		 "Longest polling window the engine adapts to under a steady stream of work");
+		 "Longest polling window (spinning, then napping) the engine adapts to under a steady stream of work");
+
+/* A polling engine's naps: idle time / 16, within these bounds. */
+#define SRNIC_ENGINE_NAP_MIN_USECS 50
+#define SRNIC_ENGINE_NAP_MAX_USECS 1000
 
 /* Upper bound on run() calls of one pass, so control requests get a turn. */
 #define SRNIC_ENGINE_PASS_BUDGET 64
@@ -250,11 +257,21 @@ static void srnic_engine_adapt_window(struct srnic_engine *engine, u64 slept)
 		engine->window_ns = base;
 }
 
+/* Sleep a little between looks at the rings; wake-ups cut it short. */
+static void srnic_engine_nap(u64 idle_ns)
+{
+	unsigned long us = clamp_t(u64, idle_ns / NSEC_PER_USEC / 16,
+				   SRNIC_ENGINE_NAP_MIN_USECS,
+				   SRNIC_ENGINE_NAP_MAX_USECS);
+
+	usleep_range(us, us + us / 2);
+}
+
 static int srnic_engine_thread(void *arg)
 {
 	struct srnic_engine *engine = arg;
 	u64 last_work = ktime_get_ns();
-	u64 sleep_start;
+	u64 sleep_start, idle;
 
 	srnic_engine_adapt_window(engine, U64_MAX);
 	while (!kthread_should_stop()) {
@@ -267,17 +284,21 @@ static int srnic_engine_thread(void *arg)
 			continue;
 		}
 
-		/*
-		 * Poll only a CPU nobody else wants: spinning while an
-		 * application waits for this CPU would cost it a time slice.
-		 */
-		if (ktime_get_ns() - last_work < engine->window_ns &&
-		    single_task_running()) {
+		idle = ktime_get_ns() - last_work;
+		if (idle < engine->window_ns) {
 			srnic_engine_poll(engine);
-			if (need_resched())
-				schedule();
-			else
+			/*
+			 * Spin for the first poll_usecs, and only on a CPU
+			 * nobody else wants: spinning while an application
+			 * waits for the CPU costs it a time slice. Otherwise
+			 * nap, longer the longer the engine is idle, and look
+			 * again, still without asking for doorbells.
+			 */
+			if (idle < (u64)READ_ONCE(poll_usecs) * NSEC_PER_USEC &&
+			    single_task_running() && !need_resched())
 				cpu_relax();
+			else
+				srnic_engine_nap(idle);
 			continue;
 		}
 

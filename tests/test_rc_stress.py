@@ -17,7 +17,9 @@ Then the two ways RC gives up: a peer that never answers
 (IBV_WC_RETRY_EXC_ERR) and a receiver that never posts receives
 (IBV_WC_RNR_RETRY_EXC_ERR), with every later WR flushed.
 
-SRNIC_STRESS_MESSAGES (default 100000) is the total over the loss levels.
+SRNIC_STRESS_MESSAGES (default 30000, so make check stays short; issue 6
+asks for 10^5: SRNIC_STRESS_MESSAGES=100000) is the total over the loss
+levels.
 """
 import os
 import random
@@ -36,7 +38,7 @@ from rc_verbs import (INIT, RTR, RTS, RCPair, close_all,  # noqa: E402
 if topo_mod.KIND != "srnic":
     pytest.skip("fault injection is srnic's", allow_module_level=True)
 
-TOTAL = int(os.environ.get("SRNIC_STRESS_MESSAGES", "100000"))
+TOTAL = int(os.environ.get("SRNIC_STRESS_MESSAGES", "30000"))
 # (loss in %, share of the messages, largest WRITE/READ)
 LEVELS = [(1, 0.75, 1 << 20), (5, 0.20, 256 << 10), (20, 0.05, 16 << 10)]
 # Local ACK timeout exponent: 4.096 us * 2^11 = 8 ms (srnic waits 10 ms at
