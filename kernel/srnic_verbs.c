@@ -158,7 +158,8 @@ int srnic_udata_check_tail(struct ib_udata *udata, size_t known)
  * @udata: driver data of create_cq or create_qp (struct srnic_create_cq_req,
  *	   struct srnic_create_qp_req), possibly shorter or longer
  *
- * Return: 0, -EINVAL for a non-zero reserved field, -EOPNOTSUPP for unknown
+ * Return: 0, -EINVAL for a non-zero reserved field (or a non-zero prefix of
+ * it, from a request shorter than the field), -EOPNOTSUPP for unknown
  * non-zero trailing bytes, or a copy error.
  */
 int srnic_udata_check_reserved_req(struct ib_udata *udata)
@@ -168,13 +169,18 @@ int srnic_udata_check_reserved_req(struct ib_udata *udata)
 
 	static_assert(sizeof(struct srnic_create_cq_req) == sizeof(reserved));
 	static_assert(sizeof(struct srnic_create_qp_req) == sizeof(reserved));
-	if (udata->inlen >= sizeof(reserved)) {
-		err = ib_copy_from_udata(&reserved, udata, sizeof(reserved));
-		if (err)
-			return err;
-		if (reserved)
+	if (udata->inlen < sizeof(reserved)) {
+		/* A shorter request is a prefix of the reserved field. */
+		if (udata->inlen &&
+		    !ib_is_udata_cleared(udata, 0, udata->inlen))
 			return -EINVAL;
+		return 0;
 	}
+	err = ib_copy_from_udata(&reserved, udata, sizeof(reserved));
+	if (err)
+		return err;
+	if (reserved)
+		return -EINVAL;
 	return srnic_udata_check_tail(udata, sizeof(reserved));
 }
 
