@@ -868,6 +868,8 @@ enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 				      const struct srnic_send_wqe *wqe,
 				      struct srnic_sgl *sgl);
 bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
+void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
+		       u32 len);
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);
 
 /**

@@ -600,6 +600,35 @@ static void srnic_sgl_gather(const struct srnic_sgl *sgl, u64 offset, u8 *dst,
 }
 
 /**
+ * srnic_sgl_scatter() - copy received payload into an SGL
+ * @sgl: the destination (a receive WQE's, or a READ's local buffers),
+ *	 resolved and bounds-checked
+ * @offset: byte offset in @sgl of the first byte
+ * @src: the payload
+ * @len: its bytes; the caller checked that @offset + @len fits
+ */
+void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
+		       u32 len)
+{
+	unsigned int i;
+
+	for (i = 0; i < sgl->num && len; i++) {
+		const struct srnic_seg *seg = &sgl->seg[i];
+		u32 n;
+
+		if (offset >= seg->len) {
+			offset -= seg->len;
+			continue;
+		}
+		n = min_t(u64, seg->len - offset, len);
+		srnic_mr_copy_to(seg->mr, seg->iova + offset, src, n);
+		src += n;
+		len -= n;
+		offset = 0;
+	}
+}
+
+/**
  * srnic_rc_tx() - build one RC packet of the QP and send it
  * @qp: the sending QP, its path resolved
  * @txd: what the packet holds; the payload bytes must lie within @txd's

@@ -531,28 +531,6 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn)
 	}
 }
 
-/* Copy a READ response's payload into the READ's local buffers. */
-static void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset,
-			      const u8 *src, u32 len)
-{
-	unsigned int i;
-
-	for (i = 0; i < sgl->num && len; i++) {
-		const struct srnic_seg *seg = &sgl->seg[i];
-		u32 n;
-
-		if (offset >= seg->len) {
-			offset -= seg->len;
-			continue;
-		}
-		n = min_t(u64, seg->len - offset, len);
-		srnic_mr_copy_to(seg->mr, seg->iova + offset, src, n);
-		src += n;
-		len -= n;
-		offset = 0;
-	}
-}
-
 /*
  * A READ response for @pkt->psn. Returns false when it is not the one the
  * oldest READ expects (dropped).

@@ -163,28 +163,6 @@ static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
 	return SRNIC_RESP_OK;
 }
 
-/* Copy a SEND's payload into the receive WQE's buffers. */
-static void srnic_resp_scatter(const struct srnic_sgl *sgl, u64 offset,
-			       const u8 *src, u32 len)
-{
-	unsigned int i;
-
-	for (i = 0; i < sgl->num && len; i++) {
-		const struct srnic_seg *seg = &sgl->seg[i];
-		u32 n;
-
-		if (offset >= seg->len) {
-			offset -= seg->len;
-			continue;
-		}
-		n = min_t(u64, seg->len - offset, len);
-		srnic_mr_copy_to(seg->mr, seg->iova + offset, src, n);
-		src += n;
-		len -= n;
-		offset = 0;
-	}
-}
-
 static enum srnic_resp_verdict srnic_resp_send(struct srnic_qp *qp,
 					       struct sk_buff *skb,
 					       const struct srnic_pkt *pkt)
@@ -210,8 +188,8 @@ static enum srnic_resp_verdict srnic_resp_send(struct srnic_qp *qp,
 	if (resp->offset + pkt->payload_len > resp->sgl.len)
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_LOC_LEN_ERR);
-	srnic_resp_scatter(&resp->sgl, resp->offset, skb->data + pkt->hdr_len,
-			   pkt->payload_len);
+	srnic_sgl_scatter(&resp->sgl, resp->offset, skb->data + pkt->hdr_len,
+			  pkt->payload_len);
 	resp->offset += pkt->payload_len;
 	if (pkt->flags & SRNIC_OPF_LAST) {
 		srnic_resp_complete(qp, IB_WC_SUCCESS, IB_WC_RECV,
