@@ -116,9 +116,11 @@ static void srnic_seg_copy(const struct srnic_seg *dst, u64 doff,
 	else if (dst->mr)
 		srnic_mr_copy_to(dst->mr, dst->iova + doff, src->buf + soff,
 				 len);
-	else
+	else if (src->mr)
 		srnic_mr_copy_from(src->mr, src->iova + soff,
 				   (u8 *)dst->buf + doff, len);
+	else
+		memcpy((u8 *)dst->buf + doff, src->buf + soff, len);
 }
 
 /* Copy all of @src into the start of @dst, which must be large enough. */
@@ -574,13 +576,19 @@ u32 srnic_qp_mtu(struct srnic_qp *qp)
 	return ib_mtu_enum_to_int(qp->attrs.mtu ? qp->attrs.mtu : IB_MTU_256);
 }
 
-/* Copy @len bytes at byte @offset of @sgl into @dst. */
-static void srnic_sgl_gather(const struct srnic_sgl *sgl, u64 offset, u8 *dst,
-			     u32 len)
+/*
+ * Copy @len bytes between byte @offset of @sgl and the kernel buffer @buf:
+ * into @sgl with @into_sgl, out of it otherwise. The caller checked that
+ * @offset + @len fits.
+ */
+static void srnic_sgl_xfer(const struct srnic_sgl *sgl, u64 offset, u8 *buf,
+			   u32 len, bool into_sgl)
 {
+	const struct srnic_seg kbuf = { .buf = buf, .len = len };
 	unsigned int i;
+	u32 done = 0;
 
-	for (i = 0; i < sgl->num && len; i++) {
+	for (i = 0; i < sgl->num && done < len; i++) {
 		const struct srnic_seg *seg = &sgl->seg[i];
 		u32 n;
 
@@ -588,13 +596,12 @@ static void srnic_sgl_gather(const struct srnic_sgl *sgl, u64 offset, u8 *dst,
 			offset -= seg->len;
 			continue;
 		}
-		n = min_t(u64, seg->len - offset, len);
-		if (seg->mr)
-			srnic_mr_copy_from(seg->mr, seg->iova + offset, dst, n);
+		n = min_t(u64, seg->len - offset, len - done);
+		if (into_sgl)
+			srnic_seg_copy(seg, offset, &kbuf, done, n);
 		else
-			memcpy(dst, seg->buf + offset, n);
-		dst += n;
-		len -= n;
+			srnic_seg_copy(&kbuf, done, seg, offset, n);
+		done += n;
 		offset = 0;
 	}
 }
@@ -610,22 +617,7 @@ static void srnic_sgl_gather(const struct srnic_sgl *sgl, u64 offset, u8 *dst,
 void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 		       u32 len)
 {
-	unsigned int i;
-
-	for (i = 0; i < sgl->num && len; i++) {
-		const struct srnic_seg *seg = &sgl->seg[i];
-		u32 n;
-
-		if (offset >= seg->len) {
-			offset -= seg->len;
-			continue;
-		}
-		n = min_t(u64, seg->len - offset, len);
-		srnic_mr_copy_to(seg->mr, seg->iova + offset, src, n);
-		src += n;
-		len -= n;
-		offset = 0;
-	}
+	srnic_sgl_xfer(sgl, offset, (u8 *)src, len, true);
 }
 
 /**
@@ -680,7 +672,7 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 	}
 	if (txd->len) {
 		if (txd->sgl)
-			srnic_sgl_gather(txd->sgl, txd->offset, p, txd->len);
+			srnic_sgl_xfer(txd->sgl, txd->offset, p, txd->len, false);
 		else
 			srnic_mr_copy_from(txd->mr, txd->offset, p, txd->len);
 	}
