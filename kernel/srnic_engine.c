@@ -310,7 +310,9 @@ static int srnic_engine_thread(void *arg)
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (srnic_engine_prepare_sleep(engine) ||
 		    srnic_engine_has_requests(engine)) {
+			/* Not sleeping after all: producers need no doorbell. */
 			__set_current_state(TASK_RUNNING);
+			srnic_engine_woken(engine);
 			continue;
 		}
 		sleep_start = ktime_get_ns();

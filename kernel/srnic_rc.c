@@ -714,6 +714,20 @@ static bool srnic_qp_rx(struct srnic_qp *qp)
 	return !skb_queue_empty_lockless(&qp->rxq);
 }
 
+static void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on)
+{
+	u32 old, new;
+
+	do {
+		old = READ_ONCE(q->ctrl->flags);
+		/* A queue in error keeps asking for doorbells. */
+		if (!on && (old & SRNIC_QUEUE_ERROR))
+			return;
+		new = on ? old | SRNIC_QUEUE_NEED_WAKEUP :
+			   old & ~SRNIC_QUEUE_NEED_WAKEUP;
+	} while (new != old && cmpxchg(&q->ctrl->flags, old, new) != old);
+}
+
 static bool srnic_qp_run(struct srnic_engine_task *task)
 {
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
@@ -734,6 +748,11 @@ static bool srnic_qp_run(struct srnic_engine_task *task)
 	default:
 		break;
 	}
+	/*
+	 * The engine is awake and polls this SQ until it sleeps again: posts
+	 * need no doorbell, whatever set the flag (a state change, a sleep).
+	 */
+	srnic_queue_set_need_wakeup(&qp->sq.ring, false);
 	/* READ responses in progress, requests and responses, new READs. */
 	srnic_resp_run(qp, SRNIC_RX_BUDGET);
 	more = srnic_qp_rx(qp);
@@ -755,20 +774,6 @@ static bool srnic_qp_has_work(struct srnic_engine_task *task)
 	if (!qp->req.local_ifindex)
 		return srnic_req_wire_has_work(qp);
 	return !qp->req.rnr_waiting && srnic_wq_has_work(qp, &qp->sq);
-}
-
-static void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on)
-{
-	u32 old, new;
-
-	do {
-		old = READ_ONCE(q->ctrl->flags);
-		/* A queue in error keeps asking for doorbells. */
-		if (!on && (old & SRNIC_QUEUE_ERROR))
-			return;
-		new = on ? old | SRNIC_QUEUE_NEED_WAKEUP :
-			   old & ~SRNIC_QUEUE_NEED_WAKEUP;
-	} while (new != old && cmpxchg(&q->ctrl->flags, old, new) != old);
 }
 
 static bool srnic_qp_prepare_sleep(struct srnic_engine_task *task)
