@@ -41,7 +41,7 @@ static_assert((int)IB_WC_SEND == (int)IB_UVERBS_WC_SEND &&
 /* Phase of the lap containing free-running index @index (srnic-abi.h). */
 static inline u8 srnic_cqe_phase(u32 index, u32 num_entries)
 {
-	return (index & num_entries) ? 0 : 1;
+	return (index & num_entries) ? 2 : 1;
 }
 
 /**

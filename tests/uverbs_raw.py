@@ -58,7 +58,7 @@ EVENT_CQ_ERR, EVENT_QP_FATAL = 0, 1
 EVENT_DEVICE_FATAL = 8
 
 # srnic-abi.h
-SRNIC_ABI_VERSION = 1
+SRNIC_ABI_VERSION = 2
 QUEUE_NEED_WAKEUP, QUEUE_ERROR = 1, 2
 CTRL_PRODUCER, CTRL_CONSUMER, CTRL_FLAGS = 0, 64, 128
 CTRL_NOTIFY, CTRL_NOTIFY_SEQ = 132, 136
@@ -250,7 +250,7 @@ class Cq:
         while len(out) < max_n:
             off = r.entry_offset(self.consumer)
             lap = self.consumer // r.num_entries
-            if r.map[off + 39] != ((lap + 1) & 1):
+            if r.map[off + 39] != (lap & 1) + 1:
                 break
             wr_id, byte_len, _imm, qp_num = struct.unpack_from(
                 "<QIII", r.map, off)

@@ -44,18 +44,20 @@ static_assert(std::atomic_ref<__u8>::is_always_lock_free);
 
 // Phase a CQE's owner byte holds once the kernel has written it for the lap
 // containing free-running index `index`: lap n = index / num_entries has phase
-// (n + 1) & 1, so a zero-filled ring holds no valid entry. Because num_entries
+// 1 when n is even and 2 when it is odd, never 0, so no zero-filled page (a new
+// ring, or the zero page that replaces a ring's mapping once the device is
+// gone) ever holds a valid entry. Because num_entries
 // is a power of two, lap parity is just the num_entries bit of the index, and
 // it stays right across the 2^32 wrap (2^32 / num_entries is even).
 [[nodiscard]] constexpr __u8 cqe_owner_phase(uint32_t index, uint32_t num_entries) noexcept
 {
-	return (index & num_entries) ? 0 : 1;
+	return (index & num_entries) ? 2 : 1;
 }
 
 static_assert(cqe_owner_phase(0, 4) == 1 && cqe_owner_phase(3, 4) == 1);
-static_assert(cqe_owner_phase(4, 4) == 0 && cqe_owner_phase(7, 4) == 0);
+static_assert(cqe_owner_phase(4, 4) == 2 && cqe_owner_phase(7, 4) == 2);
 static_assert(cqe_owner_phase(8, 4) == 1);
-static_assert(cqe_owner_phase(0xffffffffu, 4) == 0 && cqe_owner_phase(0, 4) == 1);
+static_assert(cqe_owner_phase(0xffffffffu, 4) == 2 && cqe_owner_phase(0, 4) == 1);
 
 // Whether a ring described by the kernel can be used safely: control record
 // large enough and cache-line sized, power-of-two count and entry size, entries

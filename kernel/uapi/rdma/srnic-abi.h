@@ -25,7 +25,7 @@
  * reports it as the device's uverbs ABI version, and libibverbs refuses to
  * bind a provider built for another one.
  */
-#define SRNIC_ABI_VERSION 1
+#define SRNIC_ABI_VERSION 2
 
 /*
  * The sysfs attribute (/sys/class/infiniband/<dev>/srnic_abi_version) that
@@ -227,8 +227,9 @@ enum srnic_cqe_flags {
 /*
  * A completion. The kernel writes every field, then (after a release
  * barrier) owner = the phase of the lap it is writing: lap n of the ring
- * (index / num_entries) has phase (n + 1) & 1, so a zero-filled ring holds
- * no valid entry. The provider checks owner, then an acquire barrier, then
+ * (index / num_entries) has phase 1 when n is even, 2 when n is odd, never
+ * 0, so a zero-filled ring (new, or a mapping replaced by the zero page
+ * after the device went away) holds no valid entry. The provider checks owner, then an acquire barrier, then
  * reads the body.
  */
 struct srnic_cqe {
