@@ -35,7 +35,9 @@
 # fails on any report in the console logs (scripts/vm-console-check.sh: KASAN, lockdep, sleeping
 # in atomic context, kmemleak, UBSAN, ODEBUG, WARN, BUG, oops). Environment: SRNIC_VM_SUITE_TIMEOUT
 # (default here 3600 s per suite: KASAN under TCG is slow), and the variables
-# scripts/run-vm-suites.sh passes on (SRNIC_TEST_TOPOLOGIES, PYTEST_ADDOPTS...).
+# scripts/run-vm-suites.sh passes on (SRNIC_TEST_TOPOLOGIES, SRNIC_STRESS_MESSAGES,
+# PYTEST_ADDOPTS, SRNIC_TEST_WC_TIMEOUT, SRNIC_TEST_TOOL_TIMEOUT), whose defaults here are longer
+# (--timeout=1200, 30 s, 240 s).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd -P)
@@ -177,7 +179,11 @@ check() {
 		mapfile -t suites < <(cd "$REPO" && ls tests/test_*.py)
 	fi
 	vm_env
+	# KASAN, lockdep and kmemleak under TCG: everything takes a few times longer.
 	export SRNIC_VM_SUITE_TIMEOUT=${SRNIC_VM_SUITE_TIMEOUT:-3600}
+	export PYTEST_ADDOPTS=${PYTEST_ADDOPTS:---timeout=1200}
+	export SRNIC_TEST_WC_TIMEOUT=${SRNIC_TEST_WC_TIMEOUT:-30}
+	export SRNIC_TEST_TOOL_TIMEOUT=${SRNIC_TEST_TOOL_TIMEOUT:-240}
 	say "kernel $SRNIC_VM_KERNEL ($SRNIC_VM_KVER), suites: ${suites[*]}"
 	(cd "$REPO" && scripts/run-vm-suites.sh "${suites[@]}") || rc=1
 	# vm-run already failed every suite whose log has a report; list them once more, together.
