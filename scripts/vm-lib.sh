@@ -262,6 +262,7 @@ vm_build_initramfs() {
 		vm_decompress_module "$path" "$fs/lib/modules/$kver/$rel"
 		echo "$rel" >>"$fs/lib/modules/$kver/modules.order"
 	done
+	touch "$fs/lib/modules/$kver/modules.order" # none at all when every module is built in
 	for f in modules.builtin modules.builtin.modinfo; do
 		[ ! -f "$moddir/$f" ] || cp "$moddir/$f" "$fs/lib/modules/$kver/"
 	done
