@@ -6,6 +6,7 @@
 #   make check      every test: unit tests (sanitizers), checkpatch, fuzzing, VM suites
 #   make fuzz       fuzz the packet parser for FUZZ_SECONDS (60) on the host
 #   make bench      the benchmark (Documentation/performance.rst), one VM boot
+#   make debug-check the VM suites under a KASAN/lockdep/kmemleak kernel (debug-kernel)
 #   make install    install module + provider on this host (uninstall: reverse)
 #
 # Everything is built for the newest Debian kernel under /boot (the one the
@@ -23,6 +24,7 @@ DRIVER_CONF := $(DESTDIR)/etc/libibverbs.d/srnic.driver
 MODULE_DIR := $(DESTDIR)/lib/modules/$(KVER)/updates
 CHECKPATCH := $(BUILD)/checkpatch/checkpatch.pl
 VM_SUITES := $(sort $(wildcard tests/test_*.py))
+DEBUG_SUITES ?= $(VM_SUITES)
 
 # libFuzzer target over kernel/srnic_wire.c, built with clang from the kernel
 # source through the userspace shim (userspace/fuzz/fuzz_wire.cpp).
@@ -43,7 +45,8 @@ FUZZ_WIRE_DEPS := $(FUZZ_WIRE_SRCS) kernel/srnic_wire.h kernel/srnic_wire_compat
 	userspace/tests/kshim/srnic_kshim.h
 
 .PHONY: all module provider deps install install-module install-provider \
-	uninstall run check unit-test checkpatch fuzz fuzz-build fuzz-merge vm-test bench clean
+	uninstall run check unit-test checkpatch fuzz fuzz-build fuzz-merge vm-test bench \
+	debug-kernel debug-check clean
 
 all: module provider
 
@@ -123,6 +126,17 @@ check: deps all unit-test checkpatch fuzz vm-test
 # one table, also in build/bench/results.txt (and .json).
 bench: deps all
 	scripts/bench.sh
+
+# A debug kernel from Debian's linux-source-6.1 (KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
+# kmemleak...; scripts/debug-kernel.sh, scripts/debug-kernel.config), built once and
+# cached in ~/.cache/srnic; debug-check builds srnic.ko against it and runs the VM
+# suites (DEBUG_SUITES=...) under it, failing on any kernel report. Not part of `check`:
+# the first build takes the better part of an hour on two cores.
+debug-kernel: deps
+	scripts/debug-kernel.sh build
+
+debug-check: deps provider
+	scripts/debug-kernel.sh check $(DEBUG_SUITES)
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

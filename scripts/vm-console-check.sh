@@ -4,8 +4,9 @@
 # vm-console-check.sh LOG: fail if a VM's kernel console log shows a kernel failure.
 #
 # Exit 0 when LOG is clean; 1 (and the offending lines with context on stdout) when it has a
-# BUG, WARNING, oops, lockdep or RCU report, hung task, leaked netdev, sanitizer report, panic,
-# or any call trace; 2 on usage errors. scripts/vm-run calls it after every run.
+# BUG, WARNING, oops, lockdep or RCU report, hung task, leaked netdev, sanitizer (KASAN, UBSAN)
+# report, kmemleak report, DEBUG_OBJECTS report, panic, or any call trace; 2 on usage errors.
+# scripts/vm-run calls it after every run.
 #
 # Known-harmless lines are not patterns here, so they pass: an out-of-tree module's
 # "module verification failed: signature and/or required key missing - tainting kernel", the
@@ -39,7 +40,13 @@ patterns=(
 	'Kernel panic'
 	'KASAN'
 	'UBSAN'
-	'kmemleak'
+	'unreferenced object'       # a kmemleak report (vm-run --kmemleak prints it after COMMAND)
+	'leak detector disabled'    # kmemleak gave up (its boot and scan lines are not reports)
+	'Memory pool empty'
+	'ODEBUG:'                   # DEBUG_OBJECTS: a timer, work or rcu_head freed while active
+	'BUG kmalloc'               # SLUB debug: redzone/poison overwritten
+	'sleeping function called from invalid context'
+	'possible irq lock inversion'
 	'Call Trace:'
 )
 

@@ -103,6 +103,22 @@ fi
 
 wait "$modprobe_pid" || say "warning: some RDMA modules failed to load (modprobe -a: $?)"
 
+# --- kmemleak: what boot left behind is not the command's: report it, then forget it (clear),
+# so that the scan after the command shows only new leaks.
+kmemleak_file=/sys/kernel/debug/kmemleak
+if [ "${SRNIC_VM_KMEMLEAK:-0}" = 1 ]; then
+	if [ -w "$kmemleak_file" ]; then
+		echo scan >"$kmemleak_file"
+		boot_leaks=$(<"$kmemleak_file")
+		[ -z "$boot_leaks" ] ||
+			say "kmemleak: ignoring $(grep -c '^unreferenced object' <<<"$boot_leaks") object(s) reported before the command"
+		echo clear >"$kmemleak_file"
+		say "kmemleak: cleared"
+	else
+		say "warning: --kmemleak, but this kernel has no $kmemleak_file"
+	fi
+fi
+
 # --- Run the command: clean environment, repo root as cwd, stdin from /dev/null.
 mapfile -d '' -t argv <"$ctl/argv"
 mapfile -d '' -t user_env <"$ctl/user-env"
@@ -125,5 +141,29 @@ say "command exited with status $rc"
 
 # Leftover background processes would keep writing after the status is out: end them.
 kill -KILL -1 2>/dev/null
+
+# --- kmemleak (vm-run --kmemleak, a kernel built with it): unload srnic so that what it leaked
+# has nothing left pointing at it, scan, and print the report to the console, where
+# scripts/vm-console-check.sh fails the run on it ("unreferenced object").
+if [ "${SRNIC_VM_KMEMLEAK:-0}" = 1 ] && [ -w "$kmemleak_file" ]; then
+	modprobe -r srnic 2>/dev/null || say "kmemleak: srnic stays loaded (modprobe -r failed)"
+	say "kmemleak: scanning"
+	echo scan >"$kmemleak_file"
+	leaks=$(<"$kmemleak_file")
+	if [ -n "$leaks" ]; then
+		say "kmemleak: suspected leaks after the command:"
+		echo "$leaks" >/dev/console
+	else
+		say "kmemleak: no leak found"
+	fi
+fi
+if [ -r /proc/lockdep_stats ]; then
+	while read -r line; do
+		case "$line" in
+		"debug_locks:"*) say "lockdep: $line (0: lockdep turned itself off)" ;;
+		esac
+	done </proc/lockdep_stats
+fi
+
 echo "$rc" >"$ctl/status"
 exit 0 # the EXIT trap powers off

@@ -144,7 +144,9 @@ mkdir -p /ctl /lower /rw /newroot
 mount9p srnic_ctl /ctl cache=none
 . /ctl/env || die "cannot read /ctl/env"
 if [ "$SRNIC_VM_NICS" -gt 0 ]; then
-	modprobe virtio_net || die "modprobe virtio_net failed"
+	for m in $(cat /etc/srnic-vm-nic-modules); do
+		modprobe "$m" || die "modprobe $m failed"
+	done
 fi
 
 # Root: read-only host root (page cache on: it does not change under a run) + tmpfs upper.
@@ -212,10 +214,12 @@ EOF_INIT
 # vm_build_initramfs OUT KVER ROOT: write an uncompressed cpio (the kernel unpacks it faster
 # than a compressed one under TCG) with static busybox and the modules in VM_INITRAMFS_MODULES
 # plus their dependencies, taken from ROOT/lib/modules/KVER and depmod'ed for busybox modprobe.
+# Modules built into the kernel (a debug kernel has them so) are left out of the lists stage 1
+# loads: busybox modprobe does not know modules.builtin.
 vm_build_initramfs() {
 	local out=$1 kver=$2 root=$3
-	local moddir="${root%/}/lib/modules/$kver" tmp m deps line path rel f
-	local -a paths=()
+	local moddir="${root%/}/lib/modules/$kver" tmp m deps line path rel f loadable
+	local -a paths=() load=() load_nic=()
 
 	[ -d "$moddir" ] || vm_die "no modules for $kver in $moddir (wrong --root or --kver?)"
 	[ -x /bin/busybox ] || vm_die "/bin/busybox missing: run scripts/setup-deps.sh"
@@ -224,13 +228,20 @@ vm_build_initramfs() {
 		deps=$(modprobe --show-depends -d "$root" -S "$kver" "$m") ||
 			vm_die "cannot resolve module $m in $moddir"
 		# Lines are "insmod /path/mod.ko[.xz] [params]" or "builtin mod" (nothing to do).
+		loadable=0
 		while read -r line; do
 			case "$line" in
-			insmod\ *) path=${line#insmod }; paths+=("${path%% *}") ;;
+			insmod\ *) path=${line#insmod }; paths+=("${path%% *}"); loadable=1 ;;
 			builtin\ *) ;;
 			*) vm_die "unexpected modprobe output for $m: $line" ;;
 			esac
 		done <<<"$deps"
+		[ "$loadable" = 1 ] || continue
+		if [[ " ${VM_INITRAMFS_OPTIONAL_MODULES[*]} " == *" $m "* ]]; then
+			load_nic+=("$m")
+		else
+			load+=("$m")
+		fi
 	done
 
 	tmp=$(mktemp -d "${out}.tmp.XXXXXX")
@@ -242,7 +253,7 @@ vm_build_initramfs() {
 		[ "$m" = busybox ] || ln -s busybox "$fs/bin/$m"
 	done
 
-	for path in $(printf '%s\n' "${paths[@]}" | awk '!seen[$0]++'); do
+	for path in $(printf '%s\n' ${paths[@]+"${paths[@]}"} | awk 'NF && !seen[$0]++'); do
 		rel=${path#*/lib/modules/"$kver"/} # modprobe may print the root as // or /./
 		rel=${rel%.xz}
 		rel=${rel%.zst}
@@ -251,12 +262,14 @@ vm_build_initramfs() {
 		vm_decompress_module "$path" "$fs/lib/modules/$kver/$rel"
 		echo "$rel" >>"$fs/lib/modules/$kver/modules.order"
 	done
+	touch "$fs/lib/modules/$kver/modules.order" # none at all when every module is built in
 	for f in modules.builtin modules.builtin.modinfo; do
 		[ ! -f "$moddir/$f" ] || cp "$moddir/$f" "$fs/lib/modules/$kver/"
 	done
 	depmod -b "$fs" "$kver" || vm_die "depmod for the initramfs failed"
 
-	printf '%s\n' "${VM_INITRAMFS_MODULES[@]}" >"$fs/etc/srnic-vm-modules"
+	printf '%s\n' ${load[@]+"${load[@]}"} >"$fs/etc/srnic-vm-modules"
+	printf '%s\n' ${load_nic[@]+"${load_nic[@]}"} >"$fs/etc/srnic-vm-nic-modules"
 	vm_initramfs_init | sed "s|@OPTS@|$VM_9P_OPTS|g" >"$fs/init"
 	chmod 755 "$fs/init"
 
@@ -266,27 +279,36 @@ vm_build_initramfs() {
 	rm -rf "$tmp"
 }
 
-# vm_module_indexes OUT KVER ROOT KO: stage a module tree for the guest in which KO is installed
-# as updates/<name>.ko, and run depmod on it here on the host: depmod -a inside the guest reads
-# every module over 9p and takes ~30 s under TCG, on the host under a second. OUT receives
-# lib/modules/KVER/{modules.*, updates/<name>.ko}: the guest copies that over its own
-# /lib/modules/KVER. The symlinks pointing into ROOT's tree are removed afterwards.
+# vm_module_indexes OUT KVER ROOT KO [COPY]: stage a module tree for the guest in which KO is
+# installed as updates/<name>.ko, and run depmod on it here on the host: depmod -a inside the
+# guest reads every module over 9p and takes ~30 s under TCG, on the host under a second. OUT
+# receives lib/modules/KVER/{modules.*, updates/<name>.ko}: the guest copies that over its own
+# /lib/modules/KVER. The symlinks pointing into ROOT's tree are removed afterwards. With COPY=1
+# (a module tree the guest's root does not have: vm-run --modules) the whole tree is copied
+# instead, and KO may be empty.
 vm_module_indexes() {
-	local out=$1 kver=$2 root=$3 ko=$4
+	local out=$1 kver=$2 root=$3 ko=$4 copy=${5:-0}
 	local moddir="${root%/}/lib/modules/$kver" dst="$out/lib/modules/$kver" f
 	mkdir -p "$dst/updates"
-	for f in "$moddir"/* "$moddir"/updates/*; do
-		[ -e "$f" ] || continue
-		case "${f#"$moddir"/}" in
-		# depmod's outputs, and dirs linked entry by entry.
-		modules.dep | modules.dep.bin | modules.alias | modules.alias.bin | \
-			modules.symbols | modules.symbols.bin | modules.softdep | modules.devname | \
-			modules.builtin.bin | modules.builtin.alias.bin | updates | build | source) ;;
-		*) ln -s "$f" "$dst/${f#"$moddir"/}" ;;
-		esac
-	done
-	rm -f "$dst/updates/$(basename "$ko")"*
-	cp "$ko" "$dst/updates/$(basename "$ko")"
+	if [ "$copy" = 1 ]; then
+		cp -a "$moddir/." "$dst/"
+		rm -f "$dst/build" "$dst/source"
+	else
+		for f in "$moddir"/* "$moddir"/updates/*; do
+			[ -e "$f" ] || continue
+			case "${f#"$moddir"/}" in
+			# depmod's outputs, and dirs linked entry by entry.
+			modules.dep | modules.dep.bin | modules.alias | modules.alias.bin | \
+				modules.symbols | modules.symbols.bin | modules.softdep | modules.devname | \
+				modules.builtin.bin | modules.builtin.alias.bin | updates | build | source) ;;
+			*) ln -s "$f" "$dst/${f#"$moddir"/}" ;;
+			esac
+		done
+	fi
+	if [ -n "$ko" ]; then
+		rm -f "$dst/updates/$(basename "$ko")"*
+		cp "$ko" "$dst/updates/$(basename "$ko")"
+	fi
 	depmod -b "$out" "$kver" || vm_die "depmod of the guest's module tree failed"
 	find "$out" -type l -delete
 }
