@@ -189,6 +189,8 @@ check() {
 	export PYTEST_ADDOPTS=${PYTEST_ADDOPTS:---timeout=1200}
 	export SRNIC_TEST_WC_TIMEOUT=${SRNIC_TEST_WC_TIMEOUT:-30}
 	export SRNIC_TEST_TOOL_TIMEOUT=${SRNIC_TEST_TOOL_TIMEOUT:-240}
+	# 4.096 us * 2^15 = 134 ms: a large READ's round trip under KASAN + TCG.
+	export SRNIC_STRESS_ACK_TIMEOUT=${SRNIC_STRESS_ACK_TIMEOUT:-15}
 	say "kernel $SRNIC_VM_KERNEL ($SRNIC_VM_KVER), suites: ${suites[*]}"
 	(cd "$REPO" && scripts/run-vm-suites.sh "${suites[@]}") || rc=1
 	# vm-run already failed every suite whose log has a report; list them once more, together.

@@ -7,7 +7,8 @@
 # (srnic or rxe: the device kind the RC suites in tests/ test),
 # SRNIC_TEST_WC_TIMEOUT and SRNIC_TEST_TOOL_TIMEOUT (their waits, seconds),
 # SRNIC_TEST_TOPOLOGIES (comma-separated subset of tests/topology.py's),
-# SRNIC_STRESS_MESSAGES (tests/test_rc_stress.py's total) and
+# SRNIC_STRESS_MESSAGES and SRNIC_STRESS_ACK_TIMEOUT (tests/test_rc_stress.py's
+# total and local ACK timeout exponent) and
 # PYTEST_ADDOPTS (pytest's own, split like a shell: -k 'a or b' works there).
 # SRNIC_VM_SUITE_TIMEOUT bounds each suite's VM (seconds, default 900).
 set -uo pipefail
@@ -20,7 +21,7 @@ mkdir -p "$results"
 failed_suites=()
 pass_env=()
 for var in SRNIC_TEST_DEVICE_KIND SRNIC_TEST_WC_TIMEOUT SRNIC_TEST_TOOL_TIMEOUT \
-	SRNIC_TEST_TOPOLOGIES SRNIC_STRESS_MESSAGES PYTEST_ADDOPTS; do
+	SRNIC_TEST_TOPOLOGIES SRNIC_STRESS_MESSAGES SRNIC_STRESS_ACK_TIMEOUT PYTEST_ADDOPTS; do
 	if [ -n "${!var:-}" ]; then
 		pass_env+=(--env "$var=${!var}")
 	fi

@@ -13,6 +13,7 @@ from harness import (SRNIC_ROOT, SYSFS_IB, AsyncWatch, ContextHolder, Veth,
                      eui64_from_mac, ib_devices, ibv_devinfo, ipv4_gid,
                      link_add, link_delete, module_loaded, port_gids,
                      rdma_devs, rdma_links, run, sysfs_read, wait_for)
+from uverbs_raw import SRNIC_ABI_VERSION
 
 
 def srnic_parents():
@@ -55,7 +56,8 @@ def test_device_shown_by_tools(srnic, veth):
     assert devinfo_field(info, "node_guid") == guid
     assert devinfo_field(info, "sys_image_guid") == guid
     assert devinfo_field(info, "vendor_id") == "0xfffffe"
-    assert devinfo_field(info, "fw_ver") == "1.0.0"
+    # The firmware version names the ABI version (srnic-abi.h).
+    assert devinfo_field(info, "fw_ver") == f"{SRNIC_ABI_VERSION}.0.0"
     assert devinfo_field(info, "max_msg_sz") == "0x80000000"
     # Honest limits: only what is implemented is claimed.
     for field in ("max_pd", "max_mr", "max_qp", "max_cq", "max_cqe",

@@ -13,6 +13,7 @@ import ctypes as C
 import errno
 import mmap
 import os
+import re
 import select
 import struct
 
@@ -58,7 +59,16 @@ EVENT_CQ_ERR, EVENT_QP_FATAL = 0, 1
 EVENT_DEVICE_FATAL = 8
 
 # srnic-abi.h
-SRNIC_ABI_VERSION = 2
+def _abi_version():
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                          "kernel", "uapi", "rdma", "srnic-abi.h")
+    with open(header) as f:
+        m = re.search(r"^#define SRNIC_ABI_VERSION (\d+)$", f.read(), re.M)
+    assert m, header
+    return int(m.group(1))
+
+
+SRNIC_ABI_VERSION = _abi_version()
 QUEUE_NEED_WAKEUP, QUEUE_ERROR = 1, 2
 CTRL_PRODUCER, CTRL_CONSUMER, CTRL_FLAGS = 0, 64, 128
 CTRL_NOTIFY, CTRL_NOTIFY_SEQ = 132, 136
