@@ -61,6 +61,10 @@
 #define SRNIC_MAX_INLINE_DATA 512
 #define SRNIC_MAX_RD_ATOMIC 128	/* as rxe: peers ask for its limit */
 
+/* Shared receive queues (srnic_srq.c): rings of the RQ's format. */
+#define SRNIC_MAX_SRQ BIT(14)
+#define SRNIC_MAX_SRQ_WR SRNIC_MAX_QP_WR
+
 /*
  * Memory regions. An MR key is (index << 8) | key byte, and the index
  * space [1, SRNIC_MAX_MR] fits the 24 bits left of the key byte. Page
@@ -247,6 +251,7 @@ struct srnic_fault {
  * @mr_key_seed: random start of the key bytes of this device
  * @debugfs: the device's debugfs directory (test hooks)
  * @cq_ids: allocator of CQ numbers
+ * @srq_ids: allocator of SRQ numbers
  * @qps: QPN -> struct srnic_qp; entries are looked up under RCU
  * @next_qpn: cursor of the cyclic QPN allocation
  * @link_index: number in the parent's name
@@ -272,6 +277,7 @@ struct srnic_dev {
 	u8 mr_key_seed;
 	struct dentry *debugfs;
 	struct ida cq_ids;
+	struct ida srq_ids;
 	struct xarray qps;
 	u32 next_qpn;
 	int link_index;
@@ -430,6 +436,21 @@ struct srnic_wq {
 	u32 consumer;
 	u32 max_wr;
 	u32 max_sge;
+};
+
+/**
+ * struct srnic_srq - a shared receive queue
+ * @ibsrq: the ib_core SRQ
+ * @rq: its ring of receive WQEs (the RQ's format) with the consumer side:
+ *	@rq.lock serialises kernel posts and every QP taking WQEs
+ * @srqn: SRQ number, reported to the provider
+ * @limit: armed srq_limit, 0 when disarmed; under @rq.lock
+ */
+struct srnic_srq {
+	struct ib_srq ibsrq;
+	struct srnic_wq rq;
+	u32 srqn;
+	u32 limit;
 };
 
 /**
@@ -687,6 +708,9 @@ struct srnic_path {
  * @resp: wire responder state, used only by @task
  * @path: where the QP's packets go (set at RTR, for a wire destination)
  * @rxq: received packets waiting for @task
+ * @last_wqe_pending: the QP, attached to an SRQ, entered the error state;
+ *		      its task reports IB_EVENT_QP_LAST_WQE_REACHED once it
+ *		      has flushed the receive WQE it held
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -704,6 +728,7 @@ struct srnic_qp {
 	struct srnic_resp resp;
 	struct srnic_path path;
 	struct sk_buff_head rxq;
+	atomic_t last_wqe_pending;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
@@ -734,6 +759,20 @@ static inline struct srnic_cq *to_srnic_cq(struct ib_cq *ibcq)
 static inline struct srnic_qp *to_srnic_qp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct srnic_qp, ibqp);
+}
+
+static inline struct srnic_srq *to_srnic_srq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct srnic_srq, ibsrq);
+}
+
+/*
+ * The queue a QP's receive WQEs come from: its SRQ's ring, or its own RQ.
+ * Take WQEs with srnic_rq_take() only.
+ */
+static inline struct srnic_wq *srnic_qp_recv_wq(struct srnic_qp *qp)
+{
+	return qp->ibqp.srq ? &to_srnic_srq(qp->ibqp.srq)->rq : &qp->rq;
 }
 
 /* srnic_main.c: the device list and device creation/teardown */
@@ -849,10 +888,29 @@ int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 struct srnic_qp *srnic_qp_get_by_qpn(struct srnic_dev *sdev, u32 qpn);
 void srnic_qp_put(struct srnic_qp *qp);
 void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event);
+void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type);
+int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header, u32 payload);
+u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
+		      const char *what, u32 num);
 u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq);
+int srnic_wq_post_recv(struct srnic_wq *wq, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
 bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq);
 void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq);
 u8 srnic_wqe_wc_opcode(u8 wr_opcode);
+
+/* srnic_srq.c: shared receive queues */
+int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int srnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int srnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int srnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int srnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+bool srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe);
+void srnic_srq_qp_error(struct srnic_qp *qp);
+void srnic_srq_qp_flushed(struct srnic_qp *qp);
 
 /* srnic_rc.c: the RC requester, local delivery, packet building */
 extern const struct srnic_engine_task_ops srnic_qp_task_ops;

@@ -216,6 +216,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	srnic_ah_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
 	ida_destroy(&sdev->cq_ids);
+	ida_destroy(&sdev->srq_ids);
 	WARN_ON(!xa_empty(&sdev->qps));
 	xa_destroy(&sdev->qps);
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
@@ -321,6 +322,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	srnic_mr_table_init(sdev);
 	srnic_ah_table_init(sdev);
 	ida_init(&sdev->cq_ids);
+	ida_init(&sdev->srq_ids);
 	xa_init_flags(&sdev->qps, XA_FLAGS_ALLOC);
 	srnic_port_init(sdev);
 
@@ -385,6 +387,7 @@ err_dealloc:
 	srnic_ah_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
 	ida_destroy(&sdev->cq_ids);
+	ida_destroy(&sdev->srq_ids);
 	xa_destroy(&sdev->qps);
 	netdev_put(ndev, &sdev->ndev_tracker);
 	ib_dealloc_device(&sdev->ibdev);

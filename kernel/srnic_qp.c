@@ -4,7 +4,8 @@
  *
  * An RC QP is two rings (srnic-abi.h): the SQ of 64-byte struct
  * srnic_send_wqe headers followed by SGEs or inline data, and the RQ of
- * struct srnic_recv_wqe followed by SGEs. For user QPs the provider fills
+ * struct srnic_recv_wqe followed by SGEs (none for a QP attached to an SRQ,
+ * srnic_srq.c, whose ring has the RQ's format). For user QPs the provider fills
  * them and publishes the producer index; post_send/post_recv with no work
  * requests are its doorbell. For kernel QPs srnic_post_send() and
  * srnic_post_recv() below write the same formats into kernel-only rings.
@@ -76,7 +77,12 @@ u8 srnic_wqe_wc_opcode(u8 wr_opcode)
 	return IB_WC_SEND;
 }
 
-static void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type)
+/**
+ * srnic_qp_event() - report an affiliated asynchronous event of a QP
+ * @qp: the QP
+ * @type: the event
+ */
+void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type)
 {
 	struct ib_event event = {
 		.device = qp->ibqp.device,
@@ -90,23 +96,30 @@ static void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type)
 
 /* ---- Rings ------------------------------------------------------------ */
 
-static int srnic_qp_check_caps(const struct ib_qp_cap *cap)
+/* The receive capabilities do not matter to a QP with an SRQ. */
+static int srnic_qp_check_caps(const struct ib_qp_cap *cap, bool has_srq)
 {
 	if (cap->max_send_wr > SRNIC_MAX_QP_WR ||
-	    cap->max_recv_wr > SRNIC_MAX_QP_WR ||
 	    cap->max_send_sge > SRNIC_MAX_SGE ||
-	    cap->max_recv_sge > SRNIC_MAX_SGE ||
 	    cap->max_inline_data > SRNIC_MAX_INLINE_DATA)
+		return -EINVAL;
+	if (!has_srq && (cap->max_recv_wr > SRNIC_MAX_QP_WR ||
+			 cap->max_recv_sge > SRNIC_MAX_SGE))
 		return -EINVAL;
 	return 0;
 }
 
-/*
- * Set up one work queue: @max_wr entries rounded up to a power of two,
- * entries of @header bytes plus @payload, rounded up likewise.
+/**
+ * srnic_wq_init() - set up one work queue (SQ, RQ or SRQ)
+ * @wq: the queue
+ * @max_wr: entries asked for, rounded up to a power of two
+ * @header: bytes of an entry's header
+ * @payload: bytes after the header (SGEs, inline data); header and
+ *	     payload are rounded up to a power of two together
+ *
+ * The queue starts asking for doorbells (SRNIC_QUEUE_NEED_WAKEUP).
  */
-static int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header,
-			 u32 payload)
+int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header, u32 payload)
 {
 	u32 entry_size = roundup_pow_of_two(header + payload);
 	int err;
@@ -130,8 +143,9 @@ static void srnic_qp_set_queue_flags(struct srnic_qp *qp,
 {
 	WRITE_ONCE(qp->sq.ring.ctrl->flags,
 		   srnic_qp_state_flags[state].sq_flags);
-	WRITE_ONCE(qp->rq.ring.ctrl->flags,
-		   srnic_qp_state_flags[state].rq_flags);
+	if (qp->rq.ring.ctrl)	/* none with an SRQ */
+		WRITE_ONCE(qp->rq.ring.ctrl->flags,
+			   srnic_qp_state_flags[state].rq_flags);
 	/*
 	 * The flags are visible before the flush reads the producer
 	 * indexes; pairs with the provider's fence between publishing its
@@ -141,21 +155,34 @@ static void srnic_qp_set_queue_flags(struct srnic_qp *qp,
 	smp_mb();
 }
 
-/*
- * The producer index of a work queue, read once and validated against the
- * kernel's consumer index: at most a ring's worth of new WQEs, else none.
+/**
+ * srnic_wq_producer() - the producer index of a work queue, read once
+ * @wq: the queue; the caller holds its lock
+ * @ibdev: its device, for the debug message
+ * @what: "QP" or "SRQ", for the debug message
+ * @num: the QP or SRQ number, for the debug message
+ *
+ * Return: the index, validated against the kernel's consumer index: at
+ * most a ring's worth of new WQEs, else none (the consumer index).
  */
-u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq)
+u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
+		      const char *what, u32 num)
 {
 	/* Pairs with the producer's release: WQE contents are visible. */
 	u32 producer = smp_load_acquire(&wq->ring.ctrl->producer);
 
 	if (producer - wq->consumer > wq->ring.num_entries) {
-		ibdev_dbg(qp->ibqp.device, "QP %u: bogus producer index %u\n",
-			  qp->ibqp.qp_num, producer);
+		ibdev_dbg(ibdev, "%s %u: bogus producer index %u\n", what, num,
+			  producer);
 		return wq->consumer;
 	}
 	return producer;
+}
+
+/* srnic_wq_producer() of a QP's SQ or RQ. */
+u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq)
+{
+	return srnic_wq_producer(wq, qp->ibqp.device, "QP", qp->ibqp.qp_num);
 }
 
 /**
@@ -174,7 +201,8 @@ bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq)
 /*
  * Complete every posted, unconsumed WQE of @wq with IB_WC_WR_FLUSH_ERR.
  * Each WQE header is copied once from the ring before use. CQEs lost to
- * a CQ overrun are lost; the CQ reports it (IB_EVENT_CQ_ERR).
+ * a CQ overrun are lost; the CQ reports it (IB_EVENT_CQ_ERR). A QP with
+ * an SRQ has no RQ to flush: the SRQ's WQEs stay for the other QPs.
  */
 void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq)
 {
@@ -183,6 +211,8 @@ void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq)
 	unsigned long flags;
 	u32 producer;
 
+	if (!wq->ring.ctrl)
+		return;
 	spin_lock_irqsave(&wq->lock, flags);
 	producer = srnic_wq_read_producer(qp, wq);
 	for (; wq->consumer != producer; wq->consumer++) {
@@ -214,6 +244,8 @@ static void srnic_wq_discard(struct srnic_qp *qp, struct srnic_wq *wq)
 {
 	unsigned long flags;
 
+	if (!wq->ring.ctrl)	/* a QP with an SRQ */
+		return;
 	spin_lock_irqsave(&wq->lock, flags);
 	wq->consumer = READ_ONCE(wq->ring.ctrl->producer);
 	/* Slots are handed back only after any read of them. */
@@ -282,9 +314,11 @@ static int srnic_qp_map_rings(struct srnic_qp *qp, struct ib_udata *udata)
 	err = srnic_queue_map(&qp->sq.ring, &uctx->ibuc, &resp.sq);
 	if (err)
 		return err;
-	err = srnic_queue_map(&qp->rq.ring, &uctx->ibuc, &resp.rq);
-	if (err)
-		return err;
+	if (qp->rq.ring.buf) {	/* resp.rq stays zero with an SRQ */
+		err = srnic_queue_map(&qp->rq.ring, &uctx->ibuc, &resp.rq);
+		if (err)
+			return err;
+	}
 	resp.qpn = qp->ibqp.qp_num;
 	return ib_copy_to_udata(udata, &resp,
 				min_t(size_t, udata->outlen, sizeof(resp)));
@@ -297,7 +331,8 @@ static int srnic_qp_map_rings(struct srnic_qp *qp, struct ib_udata *udata)
  *	  what the rings actually hold
  * @udata: driver data of a user QP; NULL for a kernel QP
  *
- * RC only, without SRQ, for now.
+ * RC only. A QP with an SRQ (@init->srq) has no RQ: its receive
+ * capabilities are ignored and reported as zero.
  */
 int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
@@ -308,11 +343,12 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 qpn, sq_payload;
 	int err;
 
-	if (init->qp_type != IB_QPT_RC || init->srq || init->create_flags)
+	if (init->qp_type != IB_QPT_RC || init->create_flags ||
+	    (init->srq && init->srq->srq_type != IB_SRQT_BASIC))
 		return -EOPNOTSUPP;
 	if (!init->send_cq || !init->recv_cq)
 		return -EINVAL;
-	err = srnic_qp_check_caps(cap);
+	err = srnic_qp_check_caps(cap, !!init->srq);
 	if (err)
 		return err;
 	if (udata) {
@@ -333,11 +369,13 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			    sizeof(struct srnic_send_wqe), sq_payload);
 	if (err)
 		return err;
-	err = srnic_wq_init(&qp->rq, cap->max_recv_wr,
-			    sizeof(struct srnic_recv_wqe),
-			    cap->max_recv_sge * sizeof(struct srnic_sge));
-	if (err)
-		goto err_destroy_sq;
+	if (!init->srq) {
+		err = srnic_wq_init(&qp->rq, cap->max_recv_wr,
+				    sizeof(struct srnic_recv_wqe),
+				    cap->max_recv_sge * sizeof(struct srnic_sge));
+		if (err)
+			goto err_destroy_sq;
+	}
 	qp->max_inline = min_t(u32, qp->sq.ring.entry_size -
 			       sizeof(struct srnic_send_wqe),
 			       SRNIC_MAX_INLINE_DATA);
@@ -509,6 +547,7 @@ static void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 	case IB_QPS_RESET:
 		srnic_wq_discard(qp, &qp->sq);
 		srnic_wq_discard(qp, &qp->rq);
+		atomic_set(&qp->last_wqe_pending, 0);
 		rdma_destroy_ah_attr(&qp->attrs.ah_attr);
 		memset(&qp->attrs, 0, sizeof(qp->attrs));
 		break;
@@ -527,6 +566,8 @@ static void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 	case IB_QPS_ERR:
 		srnic_wq_flush(qp, &qp->sq, true);
 		srnic_wq_flush(qp, &qp->rq, false);
+		if (qp->ibqp.srq)
+			srnic_srq_qp_error(qp);
 		break;
 	default:
 		break;
@@ -652,6 +693,7 @@ int srnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->cap = attr->cap;
 	init->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR :
 					     IB_SIGNAL_REQ_WR;
@@ -772,20 +814,68 @@ int srnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 }
 
 /**
+ * srnic_wq_post_recv() - write kernel receive WRs into an RQ or SRQ
+ * @wq: the queue, a kernel-only ring
+ * @wr: work requests
+ * @bad_wr: the first request not posted, on error
+ *
+ * Return: 0, -ENOMEM when the ring is full, -EINVAL for too many SGEs.
+ */
+int srnic_wq_post_recv(struct srnic_wq *wq, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr)
+{
+	unsigned long flags;
+	u32 producer, i;
+	int err = 0;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	producer = wq->ring.ctrl->producer;
+	for (; wr; wr = wr->next) {
+		struct srnic_recv_wqe *wqe;
+		struct srnic_sge *sge;
+
+		if (srnic_wq_full(wq, producer) || wr->num_sge < 0 ||
+		    wr->num_sge > wq->max_sge) {
+			err = srnic_wq_full(wq, producer) ? -ENOMEM : -EINVAL;
+			*bad_wr = wr;
+			break;
+		}
+		wqe = srnic_queue_entry(&wq->ring, producer);
+		sge = (struct srnic_sge *)(wqe + 1);
+		memset(wqe, 0, sizeof(*wqe));
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		producer++;
+	}
+	/* WQE contents before the index that publishes them. */
+	smp_store_release(&wq->ring.ctrl->producer, producer);
+	spin_unlock_irqrestore(&wq->lock, flags);
+	return err;
+}
+
+/**
  * srnic_post_recv() - ib_device_ops.post_recv
  * @ibqp: the QP
  * @wr: work requests; for a user QP, none: the provider's doorbell
  * @bad_wr: the first request not posted, on error
+ *
+ * A QP with an SRQ has no RQ: receives go to the SRQ (EINVAL here).
  */
 int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
 	struct srnic_qp *qp = to_srnic_qp(ibqp);
-	struct srnic_wq *rq = &qp->rq;
-	unsigned long flags;
-	u32 producer, i;
-	int err = 0;
+	int err;
 
+	if (ibqp->srq) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	if (ibqp->uobject) {
 		if (wr) {
 			*bad_wr = wr;
@@ -799,34 +889,7 @@ int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		return -EINVAL;
 	}
 
-	spin_lock_irqsave(&rq->lock, flags);
-	producer = rq->ring.ctrl->producer;
-	for (; wr; wr = wr->next) {
-		struct srnic_recv_wqe *wqe;
-		struct srnic_sge *sge;
-
-		if (srnic_wq_full(rq, producer) || wr->num_sge < 0 ||
-		    wr->num_sge > rq->max_sge) {
-			err = srnic_wq_full(rq, producer) ? -ENOMEM : -EINVAL;
-			*bad_wr = wr;
-			break;
-		}
-		wqe = srnic_queue_entry(&rq->ring, producer);
-		sge = (struct srnic_sge *)(wqe + 1);
-		memset(wqe, 0, sizeof(*wqe));
-		wqe->wr_id = wr->wr_id;
-		wqe->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		producer++;
-	}
-	/* WQE contents before the index that publishes them. */
-	smp_store_release(&rq->ring.ctrl->producer, producer);
-	spin_unlock_irqrestore(&rq->lock, flags);
-
+	err = srnic_wq_post_recv(&qp->rq, wr, bad_wr);
 	srnic_wq_doorbell(qp, false);
 	return err;
 }

@@ -177,13 +177,19 @@ static struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp)
  * @qp: the responder QP
  * @rwqe: where to copy it (SRNIC_MAX_RQ_ENTRY_SIZE bytes)
  *
- * Return: false when the RQ is empty or the QP is in the error state.
+ * The WQE comes from the QP's SRQ if it has one, else from its RQ. Its
+ * num_sge is unchecked: compare it with srnic_qp_recv_wq(qp)->max_sge.
+ *
+ * Return: false when the queue is empty or the QP is in the error state.
  */
 bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe)
 {
 	struct srnic_wq *rq = &qp->rq;
 	unsigned long flags;
 
+	if (qp->ibqp.srq)
+		return READ_ONCE(qp->state) != IB_QPS_ERR &&
+		       srnic_srq_take(to_srnic_srq(qp->ibqp.srq), rwqe);
 	spin_lock_irqsave(&rq->lock, flags);
 	if (srnic_wq_read_producer(qp, rq) == rq->consumer ||
 	    READ_ONCE(qp->state) == IB_QPS_ERR) {
@@ -248,7 +254,7 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	struct srnic_sge *sge = (struct srnic_sge *)(rwqe + 1);
 	struct srnic_sgl *dst = &qp->req.rsgl;
 	u8 opcode = deliver_payload ? IB_WC_RECV : IB_WC_RECV_RDMA_WITH_IMM;
-	struct srnic_wq *rq = &dest->rq;
+	struct srnic_wq *rq = srnic_qp_recv_wq(dest);
 	enum ib_wc_status rstatus;
 
 	/* Only taking the WQE is serialised; the copy runs unlocked. */
@@ -350,7 +356,7 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 			break;
 		/* An RNR must come before any byte is written. */
 		if (wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM &&
-		    !srnic_wq_has_work(dest, &dest->rq)) {
+		    !srnic_wq_has_work(dest, srnic_qp_recv_wq(dest))) {
 			rnr = true;
 			break;
 		}
@@ -740,6 +746,8 @@ static bool srnic_qp_run(struct srnic_engine_task *task)
 		srnic_rc_reset(qp);
 		srnic_wq_flush(qp, &qp->sq, true);
 		srnic_wq_flush(qp, &qp->rq, false);
+		if (qp->ibqp.srq)
+			srnic_srq_qp_flushed(qp);
 		return false;
 	case IB_QPS_RESET:
 	case IB_QPS_INIT:

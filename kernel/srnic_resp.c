@@ -156,7 +156,7 @@ static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
 		return SRNIC_RESP_RNR;
 	}
 	resp->have_rwqe = true;
-	if (resp->rwqe->num_sge > qp->rq.max_sge)
+	if (resp->rwqe->num_sge > srnic_qp_recv_wq(qp)->max_sge)
 		return srnic_resp_fatal(qp, pkt,
 					SRNIC_NAK_REMOTE_OPERATIONAL_ERROR,
 					IB_WC_LOC_QP_OP_ERR);
@@ -218,7 +218,8 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 		u32 len = be32_to_cpu(reth->dma_len);
 
 		/* An RNR must come before any byte is written. */
-		if (pkt->immdt && !srnic_wq_has_work(qp, &qp->rq)) {
+		if (pkt->immdt &&
+		    !srnic_wq_has_work(qp, srnic_qp_recv_wq(qp))) {
 			v = srnic_resp_take_rwqe(qp, pkt);
 			if (v != SRNIC_RESP_OK)
 				return v;

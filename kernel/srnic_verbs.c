@@ -39,6 +39,9 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->max_cqe = SRNIC_MAX_CQE;
 	attr->max_qp = SRNIC_MAX_QP;
 	attr->max_qp_wr = SRNIC_MAX_QP_WR;
+	attr->max_srq = SRNIC_MAX_SRQ;
+	attr->max_srq_wr = SRNIC_MAX_SRQ_WR;
+	attr->max_srq_sge = SRNIC_MAX_SGE;
 	attr->max_send_sge = SRNIC_MAX_SGE;
 	attr->max_recv_sge = SRNIC_MAX_SGE;
 	attr->max_sge_rd = SRNIC_MAX_SGE;
@@ -51,9 +54,9 @@ static int srnic_query_device(struct ib_device *ibdev,
 	/* `rdma link delete` may remove the device it created. */
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	/*
-	 * SRQs: none until the data path has them; no
-	 * IB_DEVICE_MEM_MGT_EXTENSIONS and no max_fast_reg_page_list_len
-	 * either, as no QP executes IB_WR_REG_MR yet.
+	 * No IB_DEVICE_SRQ_RESIZE (modify_srq's IB_SRQ_MAX_WR is
+	 * EOPNOTSUPP); no IB_DEVICE_MEM_MGT_EXTENSIONS and no
+	 * max_fast_reg_page_list_len, as no QP executes IB_WR_REG_MR yet.
 	 */
 	return 0;
 }
@@ -155,8 +158,9 @@ int srnic_udata_check_tail(struct ib_udata *udata, size_t known)
 
 /**
  * srnic_udata_check_reserved_req() - check a request that is one reserved u64
- * @udata: driver data of create_cq or create_qp (struct srnic_create_cq_req,
- *	   struct srnic_create_qp_req), possibly shorter or longer
+ * @udata: driver data of create_cq, create_qp or create_srq (struct
+ *	   srnic_create_cq_req, srnic_create_qp_req, srnic_create_srq_req),
+ *	   possibly shorter or longer
  *
  * Return: 0, -EINVAL for a non-zero reserved field (or a non-zero prefix of
  * it, from a request shorter than the field), -EOPNOTSUPP for unknown
@@ -169,6 +173,7 @@ int srnic_udata_check_reserved_req(struct ib_udata *udata)
 
 	static_assert(sizeof(struct srnic_create_cq_req) == sizeof(reserved));
 	static_assert(sizeof(struct srnic_create_qp_req) == sizeof(reserved));
+	static_assert(sizeof(struct srnic_create_srq_req) == sizeof(reserved));
 	if (udata->inlen < sizeof(reserved)) {
 		/* A shorter request is a prefix of the reserved field. */
 		if (udata->inlen &&
@@ -313,6 +318,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.create_ah = srnic_create_ah,
 	.create_cq = srnic_create_cq,
 	.create_qp = srnic_create_qp,
+	.create_srq = srnic_create_srq,
 	.create_user_ah = srnic_create_ah,
 	.dealloc_driver = srnic_dev_dealloc,
 	.dealloc_pd = srnic_dealloc_pd,
@@ -321,6 +327,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.destroy_ah = srnic_destroy_ah,
 	.destroy_cq = srnic_destroy_cq,
 	.destroy_qp = srnic_destroy_qp,
+	.destroy_srq = srnic_destroy_srq,
 	.device_group = &srnic_dev_attr_group,
 	.disassociate_ucontext = srnic_disassociate_ucontext,
 	.get_dev_fw_str = srnic_get_dev_fw_str,
@@ -333,14 +340,17 @@ const struct ib_device_ops srnic_dev_ops = {
 	.mmap_free = srnic_mmap_free,
 	.modify_device = srnic_modify_device,
 	.modify_qp = srnic_modify_qp,
+	.modify_srq = srnic_modify_srq,
 	.poll_cq = srnic_poll_cq,
 	.post_recv = srnic_post_recv,
 	.post_send = srnic_post_send,
+	.post_srq_recv = srnic_post_srq_recv,
 	.query_ah = srnic_query_ah,
 	.query_device = srnic_query_device,
 	.query_pkey = srnic_query_pkey,
 	.query_port = srnic_query_port,
 	.query_qp = srnic_query_qp,
+	.query_srq = srnic_query_srq,
 	.reg_user_mr = srnic_reg_user_mr,
 	.req_notify_cq = srnic_req_notify_cq,
 
@@ -348,5 +358,6 @@ const struct ib_device_ops srnic_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, srnic_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, srnic_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, srnic_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, srnic_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, srnic_ucontext, ibuc),
 };

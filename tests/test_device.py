@@ -61,10 +61,9 @@ def test_device_shown_by_tools(srnic, veth):
     assert devinfo_field(info, "max_msg_sz") == "0x80000000"
     # Honest limits: only what is implemented is claimed.
     for field in ("max_pd", "max_mr", "max_qp", "max_cq", "max_cqe",
-                  "max_qp_wr", "max_sge", "max_ah"):
+                  "max_qp_wr", "max_sge", "max_ah", "max_srq", "max_srq_wr",
+                  "max_srq_sge"):
         assert int(devinfo_field(info, field)) > 0, field
-    for field in ("max_srq",):
-        assert int(devinfo_field(info, field)) == 0, field
 
     # dev.parent lets rdma-core find the netdev.
     assert os.listdir(f"{SYSFS_IB}/srnic0/device/net") == [veth.a]

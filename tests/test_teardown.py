@@ -20,8 +20,8 @@ every order the API allows). Each time:
     zero once the processes are gone.
 
 Finally srnic is removed with rmmod while traffic runs, and once more at
-rest. SRQs do not exist in srnic yet, so the orders that include one are
-skipped (test_destroy_orders_with_srq).
+rest. The destroy orders that include an SRQ are in tests/test_srq.py
+(test_destroy_orders_mid_transfer).
 """
 import json
 import os
@@ -346,11 +346,6 @@ def test_destroy_with_writes_outstanding(pair, order):
     assert_peer_errored(sb, GONE if order.startswith("mr") else
                         (WC_RETRY_EXC_ERR,))
     assert_counts_zero()
-
-
-def test_destroy_orders_with_srq():
-    pytest.skip("srnic has no SRQ yet: the orders with an SRQ (QP before "
-                "SRQ, SRQ before its PD and CQ) come with it")
 
 
 def test_stop_and_close_cleanly(pair):

@@ -34,8 +34,8 @@ from uverbs_raw import (
     CTRL_PRODUCER, ERR, EVENT_CQ_ERR, INIT, QP_ACCESS_FLAGS, QP_PKEY_INDEX,
     QP_PORT, QP_STATE, QPT_UC, QPT_UD, QUEUE_ERROR, RTS,
     SRNIC_ABI_VERSION, WC_REM_ACCESS_ERR, WC_SUCCESS, WC_WR_FLUSH_ERR,
-    WQE_SIGNALED, WR_RDMA_WRITE, WR_SEND, RawContext, RecvWr, SendWr,
-    errno_of, ipv4_gid_bytes)
+    WQE_SIGNALED, WR_RDMA_WRITE, WR_SEND, QueueDesc, RawContext, RecvWr,
+    SendWr, errno_of, ipv4_gid_bytes)
 
 EINVAL, EOPNOTSUPP, ENOENT = errno.EINVAL, errno.EOPNOTSUPP, errno.ENOENT
 EBUSY, EBADF = errno.EBUSY, errno.EBADF
@@ -256,6 +256,39 @@ def test_create_qp_driver_data(qpenv, driver_in, code):
     assert errno_of(c.create_qp, pd, cq, driver_in=driver_in) == code
 
 
+@pytest.mark.parametrize("driver_in,code", [
+    (struct.pack("<Q", 1), EINVAL),
+    (struct.pack("<I", 1), EINVAL),
+    (struct.pack("<QQ", 0, 1), EOPNOTSUPP),
+    (bytes(8) + bytes(200) + b"\xff" * 8, EOPNOTSUPP),
+    (b"", None), (bytes(8), None), (bytes(32), None),
+], ids=["reserved", "half_reserved", "trailing", "trailing_far", "none",
+        "exact", "zero_tail"])
+def test_create_srq_driver_data(qpenv, driver_in, code):
+    c, pd, cq = qpenv
+    assert errno_of(c.create_srq, pd, driver_in=driver_in) == code
+
+
+def test_srq_ring_and_qp_on_srq(qpenv):
+    """An SRQ's ring is described like an RQ's and asks for no doorbell;
+    a QP on it gets an all-zero RQ descriptor and no receive capacity; the
+    SRQ cannot go while the QP uses it (ib_core: EBUSY)."""
+    c, pd, cq = qpenv
+    handle, resp, drv = c.create_srq(pd, max_wr=100, max_sge=3)
+    assert resp.max_wr == drv.rq.num_entries == 128
+    assert resp.max_sge == 3
+    assert drv.rq.entry_size == 64
+    ring = c.ring(drv.rq)
+    assert ring.flags == 0
+    qp = c.create_qp(pd, cq, max_recv_wr=16, max_recv_sge=2, is_srq=1,
+                     srq_handle=handle)
+    assert bytes(qp.drv.rq) == bytes(len(bytes(QueueDesc())))
+    assert (qp.resp.max_recv_wr, qp.resp.max_recv_sge) == (0, 0)
+    assert errno_of(c.destroy_srq, handle) == EBUSY
+    c.destroy_qp(qp)
+    c.destroy_srq(handle)
+
+
 def test_create_qp_bad_handles(qpenv, dev):
     c, pd, cq = qpenv
     other = raw(dev.name)
@@ -267,8 +300,9 @@ def test_create_qp_bad_handles(qpenv, dev):
     # A handle of another type: EINVAL.
     assert errno_of(c.create_qp, cq.handle, cq) == EINVAL
     assert errno_of(c.create_qp, pd, pd) == EINVAL
-    # SRQs do not exist on srnic yet.
-    assert errno_of(c.create_qp, pd, cq, is_srq=1, srq_handle=1) == EINVAL
+    # The CQ's handle as an SRQ's: EINVAL.
+    assert errno_of(c.create_qp, pd, cq, is_srq=1, srq_handle=cq.handle) == \
+        EINVAL
     # Handles are per file: another context's objects are not ours (its
     # later handles name nothing here).
     other_cqs = [other.create_cq(4) for _ in range(4)]

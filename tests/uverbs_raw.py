@@ -31,6 +31,8 @@ CMD_MODIFY_QP = 26
 CMD_DESTROY_QP = 27
 CMD_POST_SEND = 28
 CMD_POST_RECV = 29
+CMD_CREATE_SRQ = 32
+CMD_DESTROY_SRQ = 35
 CMD_FLAG_EXTENDED = 0x80000000
 
 # enum ib_qp_state, ib_qp_type, ib_qp_attr_mask, access flags, MTU
@@ -181,13 +183,25 @@ SrnicCqResp = _s("SrnicCqResp", [("ring", QueueDesc), ("cqn", u32),
                                  ("reserved", u32)])
 SrnicQpResp = _s("SrnicQpResp", [("sq", QueueDesc), ("rq", QueueDesc),
                                  ("qpn", u32), ("reserved", u32)])
+SrnicSrqResp = _s("SrnicSrqResp", [("rq", QueueDesc), ("srqn", u32),
+                                   ("reserved", u32)])
+CreateSrq = _s("CreateSrq", [("response", u64), ("user_handle", u64),
+                             ("pd_handle", u32), ("max_wr", u32),
+                             ("max_sge", u32), ("srq_limit", u32)])
+CreateSrqResp = _s("CreateSrqResp", [("srq_handle", u32), ("max_wr", u32),
+                                     ("max_sge", u32), ("srqn", u32)])
+DestroySrq = _s("DestroySrq", [("response", u64), ("srq_handle", u32),
+                               ("reserved", u32)])
+DestroySrqResp = _s("DestroySrqResp", [("events_reported", u32)])
 
 # The C sizes (gcc against the installed <rdma/ib_user_verbs.h>).
 for _t, _n in ((CmdHdr, 8), (ExCmdHdr, 16), (CreateCq, 32), (RegMr, 40),
                (CreateQp, 56), (CreateQpResp, 32), (QpDest, 32),
                (ModifyQp, 112), (ExModifyQp, 120), (QueryQpResp, 128),
                (SendWr, 56), (RecvWr, 16), (SrnicUctxResp, 16),
-               (QueueDesc, 24), (SrnicCqResp, 32), (SrnicQpResp, 56)):
+               (QueueDesc, 24), (SrnicCqResp, 32), (SrnicQpResp, 56),
+               (SrnicSrqResp, 32), (CreateSrq, 32), (CreateSrqResp, 16),
+               (DestroySrq, 16)):
     assert C.sizeof(_t) == _n, (_t.__name__, C.sizeof(_t), _n)
 assert QueryQpResp.qp_state.offset == 108 and ModifyQp.qp_state.offset == 96
 
@@ -434,6 +448,29 @@ class RawContext:
         handle = cq.handle if isinstance(cq, Cq) else cq
         self.write_cmd(CMD_DESTROY_CQ, DestroyCq(cq_handle=handle).pack(),
                        C.sizeof(DestroyCqResp))
+
+    # -- SRQ ----------------------------------------------------------------
+
+    def create_srq(self, pd, max_wr=16, max_sge=1, srq_limit=0,
+                   driver_in=bytes(8),
+                   driver_out_len=C.sizeof(SrnicSrqResp)):
+        """Returns (handle, core response, srnic response)."""
+        h = pd.handle if hasattr(pd, "handle") else pd
+        buf = self.write_cmd(CMD_CREATE_SRQ,
+                             CreateSrq(pd_handle=h, max_wr=max_wr,
+                                       max_sge=max_sge,
+                                       srq_limit=srq_limit).pack(),
+                             C.sizeof(CreateSrqResp), driver_in,
+                             driver_out_len)
+        resp = CreateSrqResp.from_buffer_copy(buf)
+        drv = SrnicSrqResp.from_buffer_copy(
+            buf.raw[C.sizeof(CreateSrqResp):].ljust(C.sizeof(SrnicSrqResp),
+                                                   b"\0"))
+        return resp.srq_handle, resp, drv
+
+    def destroy_srq(self, handle):
+        self.write_cmd(CMD_DESTROY_SRQ, DestroySrq(srq_handle=handle).pack(),
+                       C.sizeof(DestroySrqResp))
 
     # -- QP -----------------------------------------------------------------
 

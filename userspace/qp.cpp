@@ -30,16 +30,24 @@ void ring_recv_doorbell(ibv_qp *ibqp) noexcept
 }
 
 bool qp_caps_fit_rings(const ibv_qp_cap &cap, const srnic_queue_desc &sq,
-		       const srnic_queue_desc &rq) noexcept
+		       const srnic_queue_desc &rq, bool has_rq) noexcept
 {
 	const uint64_t sq_payload = uint64_t{sq.entry_size} - sizeof(srnic_send_wqe);
-	const uint64_t rq_payload = uint64_t{rq.entry_size} - sizeof(srnic_recv_wqe);
+	const bool sq_ok = sq.entry_size >= sizeof(srnic_send_wqe) &&
+			   cap.max_send_wr <= sq.num_entries &&
+			   uint64_t{cap.max_send_sge} * sizeof(srnic_sge) <= sq_payload &&
+			   cap.max_inline_data <= sq_payload;
+	if (!has_rq)
+		return sq_ok && rq.mmap_size == 0 && rq.num_entries == 0 && rq.entry_size == 0 &&
+		       cap.max_recv_wr == 0 && cap.max_recv_sge == 0;
+	return sq_ok && recv_caps_fit_ring(cap.max_recv_wr, cap.max_recv_sge, rq);
+}
 
-	return sq.entry_size >= sizeof(srnic_send_wqe) && rq.entry_size >= sizeof(srnic_recv_wqe) &&
-	       cap.max_send_wr <= sq.num_entries && cap.max_recv_wr <= rq.num_entries &&
-	       uint64_t{cap.max_send_sge} * sizeof(srnic_sge) <= sq_payload &&
-	       cap.max_inline_data <= sq_payload &&
-	       uint64_t{cap.max_recv_sge} * sizeof(srnic_sge) <= rq_payload;
+bool recv_caps_fit_ring(uint32_t max_wr, uint32_t max_sge, const srnic_queue_desc &ring) noexcept
+{
+	const uint64_t payload = uint64_t{ring.entry_size} - sizeof(srnic_recv_wqe);
+	return ring.entry_size >= sizeof(srnic_recv_wqe) && max_wr <= ring.num_entries &&
+	       uint64_t{max_sge} * sizeof(srnic_sge) <= payload;
 }
 
 namespace
@@ -91,12 +99,14 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 		return nullptr;
 	}
 
+	// A QP with an SRQ takes its receives from there: no RQ to map.
+	const bool has_rq = !attr->srq;
 	const uint32_t ctrl_size = ctx->limits.queue_ctrl_size;
 	err = qp->sq_ring.map(ibctx->cmd_fd, resp.driver.sq, ctrl_size, sizeof(srnic_send_wqe));
-	if (!err)
+	if (!err && has_rq)
 		err = qp->rq_ring.map(ibctx->cmd_fd, resp.driver.rq, ctrl_size,
 				      sizeof(srnic_recv_wqe));
-	if (!err && !qp_caps_fit_rings(attr->cap, resp.driver.sq, resp.driver.rq))
+	if (!err && !qp_caps_fit_rings(attr->cap, resp.driver.sq, resp.driver.rq, has_rq))
 		err = EPROTO;
 	if (err) {
 		srnic_err(&ctx->ibv_ctx, "cannot map QP %u: %d\n", resp.driver.qpn, err);
@@ -104,7 +114,8 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 	}
 
 	qp->sq.emplace(qp->sq_ring.view());
-	qp->rq.emplace(qp->rq_ring.view());
+	if (has_rq)
+		qp->rq.emplace(qp->rq_ring.view());
 	qp->sq_max_sge = attr->cap.max_send_sge;
 	qp->rq_max_sge = attr->cap.max_recv_sge;
 	qp->max_inline = attr->cap.max_inline_data;

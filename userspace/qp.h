@@ -30,7 +30,7 @@ struct Qp {
 	RingMapping sq_ring;
 	RingMapping rq_ring;
 	std::optional<ProducerView> sq; // set once the rings are mapped
-	std::optional<ProducerView> rq;
+	std::optional<ProducerView> rq; // never set for a QP with an SRQ
 	// libibverbs lets several threads post to one QP: each queue has a
 	// small lock, uncontended in the usual one-thread-per-QP case.
 	SpinLock sq_lock;
@@ -137,10 +137,11 @@ static_assert(sizeof(ibv_sge) == sizeof(srnic_sge) &&
 	      offsetof(ibv_sge, length) == offsetof(srnic_sge, length) &&
 	      offsetof(ibv_sge, lkey) == offsetof(srnic_sge, lkey));
 
-// Fill one RQ slot from wr. Returns 0 or EINVAL.
-inline int write_recv_wqe(const Qp &qp, std::byte *slot, const ibv_recv_wr &wr) noexcept
+// Fill one RQ or SRQ slot from wr, with at most max_sge SGEs. Returns 0 or
+// EINVAL.
+inline int write_recv_wqe(uint32_t max_sge, std::byte *slot, const ibv_recv_wr &wr) noexcept
 {
-	if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > qp.rq_max_sge)
+	if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > max_sge)
 		return EINVAL;
 	auto *wqe = reinterpret_cast<srnic_recv_wqe *>(slot);
 	*wqe = {};
@@ -198,27 +199,34 @@ inline int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexce
 	return err;
 }
 
-// The post_recv verb.
+// The post_recv verb. A QP with an SRQ has no RQ: EINVAL.
 inline int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept
 {
 	Qp &qp = *to_srnic_qp(ibqp);
-	if (qp.state.load(std::memory_order_relaxed) == IBV_QPS_RESET) {
+	if (!qp.rq || qp.state.load(std::memory_order_relaxed) == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
 	bool doorbell;
 	const int err = post_chain(
 		*qp.rq, qp.rq_lock, wr, bad_wr,
-		[&qp](std::byte *slot, const ibv_recv_wr &w) { return write_recv_wqe(qp, slot, w); },
+		[&qp](std::byte *slot, const ibv_recv_wr &w) {
+			return write_recv_wqe(qp.rq_max_sge, slot, w);
+		},
 		doorbell);
 	if (doorbell)
 		ring_recv_doorbell(ibqp);
 	return err;
 }
 
-// Whether the caps the kernel reported fit the rings it described.
+// Whether the caps the kernel reported fit the rings it described. With
+// has_rq false (a QP with an SRQ), rq must be all zero and so the receive caps.
 [[nodiscard]] bool qp_caps_fit_rings(const ibv_qp_cap &cap, const srnic_queue_desc &sq,
-				     const srnic_queue_desc &rq) noexcept;
+				     const srnic_queue_desc &rq, bool has_rq = true) noexcept;
+
+// Whether max_wr receive WQEs of max_sge SGEs fit a receive ring (RQ or SRQ).
+[[nodiscard]] bool recv_caps_fit_ring(uint32_t max_wr, uint32_t max_sge,
+				      const srnic_queue_desc &ring) noexcept;
 
 // The create_qp and create_qp_ex verbs; nullptr with errno set on failure.
 [[nodiscard]] ibv_qp *create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) noexcept;

@@ -10,6 +10,7 @@
 #include "mr.h"
 #include "pd.h"
 #include "qp.h"
+#include "srq.h"
 #include "sysfs.h"
 #include "verbs_driver_abi.h"
 
@@ -50,27 +51,33 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 }
 
 // The verbs srnic implements, in verbs_context_ops' (alphabetical) order. The
-// others keep libibverbs' defaults, which fail with EOPNOTSUPP: SRQs come
-// once the kernel implements them.
+// others keep libibverbs' defaults, which fail with EOPNOTSUPP (get_srq_num,
+// for one: it is only for XRC SRQs).
 constinit const verbs_context_ops srnic_context_ops = {
 	.alloc_pd = srnic::alloc_pd,
 	.create_ah = srnic::create_ah,
 	.create_cq = srnic::create_cq,
 	.create_qp = srnic::create_qp,
 	.create_qp_ex = srnic::create_qp_ex,
+	.create_srq = srnic::create_srq,
+	.create_srq_ex = srnic::create_srq_ex,
 	.dealloc_pd = srnic::dealloc_pd,
 	.dereg_mr = srnic::dereg_mr,
 	.destroy_ah = srnic::destroy_ah,
 	.destroy_cq = srnic::destroy_cq,
 	.destroy_qp = srnic::destroy_qp,
+	.destroy_srq = srnic::destroy_srq,
 	.free_context = srnic_free_context,
 	.modify_qp = srnic::modify_qp,
+	.modify_srq = srnic::modify_srq,
 	.poll_cq = srnic::poll_cq,
 	.post_recv = srnic::post_recv,
 	.post_send = srnic::post_send,
+	.post_srq_recv = srnic::post_srq_recv,
 	.query_device_ex = srnic::query_device_ex,
 	.query_port = srnic::query_port,
 	.query_qp = srnic::query_qp,
+	.query_srq = srnic::query_srq,
 	.reg_mr = srnic::reg_mr,
 	.req_notify_cq = srnic::req_notify_cq,
 };

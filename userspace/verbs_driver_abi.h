@@ -404,6 +404,55 @@ int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr, int attr_ma
 int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		      struct ibv_modify_qp *cmd, size_t cmd_size);
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+// ---- Shared receive queues (driver.h, kern-abi.h) -------------------------
+
+// What libibverbs keeps of an SRQ; the provider embeds it first in its own.
+// ibv_cmd_create_srq_ex fills srq_type (and, for XRC, xrcd and srq_num).
+struct verbs_srq {
+	struct ibv_srq srq;
+	enum ibv_srq_type srq_type;
+	struct verbs_xrcd *xrcd;
+	struct ibv_cq *cq;
+	uint32_t srq_num;
+};
+
+struct ibv_create_xsrq {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_create_xsrq)];
+};
+
+struct ibv_modify_srq {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_modify_srq)];
+};
+
+struct ibv_query_srq {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_query_srq)];
+};
+
+// The fixed part of struct ib_uverbs_create_srq_resp, before driver_data[].
+struct ibv_create_srq_resp_core {
+	__u32 srq_handle;
+	__u32 max_wr;
+	__u32 max_sge;
+	__u32 srqn;
+};
+
+// All return 0 or a positive errno.
+int ibv_cmd_create_srq_ex(struct ibv_context *context, struct verbs_srq *srq,
+			  struct ibv_srq_init_attr_ex *attr_ex, struct ibv_create_xsrq *cmd,
+			  size_t cmd_size, struct ib_uverbs_create_srq_resp *resp,
+			  size_t resp_size);
+int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask,
+		       struct ibv_modify_srq *cmd, size_t cmd_size);
+int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		      struct ibv_query_srq *cmd, size_t cmd_size);
+int ibv_cmd_destroy_srq(struct ibv_srq *srq);
+// With wr == NULL: a doorbell, as ibv_cmd_post_recv (srnic never asks for it).
+int ibv_cmd_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			  struct ibv_recv_wr **bad_wr);
+
 // ---- Address handles (driver.h) ------------------------------------------
 
 // The fixed part of struct ib_uverbs_create_ah_resp; the command itself
@@ -474,6 +523,29 @@ static_assert(offsetof(struct verbs_context_ops, post_recv) == 432);
 static_assert(offsetof(struct verbs_context_ops, post_send) == 440);
 static_assert(offsetof(struct verbs_context_ops, query_qp) == 488);
 static_assert(offsetof(struct verbs_context_ops, req_notify_cq) == 552);
+static_assert(offsetof(struct verbs_context_ops, create_srq) == 176);
+static_assert(offsetof(struct verbs_context_ops, create_srq_ex) == 184);
+static_assert(offsetof(struct verbs_context_ops, destroy_srq) == 288);
+static_assert(offsetof(struct verbs_context_ops, modify_srq) == 392);
+static_assert(offsetof(struct verbs_context_ops, post_srq_recv) == 456);
+static_assert(offsetof(struct verbs_context_ops, query_srq) == 512);
+
+static_assert(sizeof(struct ibv_srq) == 128);
+static_assert(offsetof(struct verbs_srq, srq) == 0);
+static_assert(offsetof(struct verbs_srq, srq_type) == 128);
+static_assert(offsetof(struct verbs_srq, xrcd) == 136);
+static_assert(offsetof(struct verbs_srq, srq_num) == 152);
+static_assert(sizeof(struct verbs_srq) == 160);
+static_assert(sizeof(struct ibv_create_xsrq) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_create_xsrq));
+static_assert(sizeof(struct ibv_modify_srq) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_modify_srq));
+static_assert(sizeof(struct ibv_query_srq) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_query_srq));
+static_assert(sizeof(struct ibv_create_srq_resp_core) ==
+	      sizeof(struct ib_uverbs_create_srq_resp));
+static_assert(alignof(struct ibv_create_srq_resp_core) ==
+	      alignof(struct ib_uverbs_create_srq_resp));
 
 static_assert(sizeof(struct verbs_cq) == sizeof(struct ibv_cq_ex));
 static_assert(offsetof(struct verbs_qp, comp_mask) == sizeof(struct ibv_qp_ex));

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: shared receive queues.
+ *
+ * An SRQ is one ring of receive WQEs in the RQ's format (struct
+ * srnic_recv_wqe followed by SGEs), set up and mapped into the process
+ * exactly like a QP's RQ: the provider writes WQEs and publishes the
+ * producer index without a syscall; kernel SRQs are posted to by
+ * srnic_post_srq_recv(). No doorbell is ever needed: WQEs are taken when
+ * messages arrive, so the ring's flags stay 0.
+ *
+ * Any number of QPs, of any type, on any engine, take WQEs from one SRQ
+ * with srnic_srq_take() (through srnic_rq_take()), serialised by the
+ * ring's lock, which kernel posts take too. The completion of a WQE goes
+ * to the CQ of the QP that took it. The SRQ limit, once armed by
+ * modify_srq, fires IB_EVENT_SRQ_LIMIT_REACHED once, when a take leaves
+ * fewer WQEs than the limit, and disarms.
+ *
+ * A QP attached to an SRQ has no RQ. When it enters the error state it
+ * flushes nothing from the SRQ; it completes the WQE its responder held
+ * with IB_WC_WR_FLUSH_ERR, then reports IB_EVENT_QP_LAST_WQE_REACHED
+ * (srnic_srq_qp_error(), srnic_srq_qp_flushed()).
+ */
+
+#include <rdma/uverbs_ioctl.h>
+
+#include "srnic.h"
+
+static void srnic_srq_event(struct srnic_srq *srq, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = srq->ibsrq.device,
+		.element.srq = &srq->ibsrq,
+		.event = type,
+	};
+
+	if (srq->ibsrq.event_handler)
+		srq->ibsrq.event_handler(&event, srq->ibsrq.srq_context);
+}
+
+/**
+ * srnic_create_srq() - ib_device_ops.create_srq
+ * @ibsrq: the SRQ ib_core allocated
+ * @init: type and attributes; max_wr and max_sge are updated to what the
+ *	  ring holds, srq_limit is ignored (the limit starts disarmed)
+ * @udata: driver data of a user SRQ (struct srnic_create_srq_req and
+ *	   _resp); NULL for a kernel SRQ
+ *
+ * Basic SRQs only: XRC and tag-matching SRQs are EOPNOTSUPP.
+ */
+int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata)
+{
+	struct srnic_dev *sdev = to_srnic_dev(ibsrq->device);
+	struct srnic_srq *srq = to_srnic_srq(ibsrq);
+	struct ib_srq_attr *attr = &init->attr;
+	struct srnic_create_srq_resp resp = {};
+	int id, err;
+
+	if (init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (!attr->max_wr || attr->max_wr > SRNIC_MAX_SRQ_WR ||
+	    attr->max_sge > SRNIC_MAX_SGE)
+		return -EINVAL;
+	if (udata) {
+		err = srnic_udata_check_reserved_req(udata);
+		if (err)
+			return err;
+	}
+
+	id = ida_alloc_max(&sdev->srq_ids, SRNIC_MAX_SRQ - 1, GFP_KERNEL);
+	if (id < 0)
+		return id == -ENOSPC ? -ENOMEM : id;
+	srq->srqn = id;
+	srq->limit = 0;
+
+	err = srnic_wq_init(&srq->rq, attr->max_wr,
+			    sizeof(struct srnic_recv_wqe),
+			    attr->max_sge * sizeof(struct srnic_sge));
+	if (err)
+		goto err_free_id;
+	/* Taken when messages arrive: posting never needs a doorbell. */
+	WRITE_ONCE(srq->rq.ring.ctrl->flags, 0);
+
+	if (udata) {
+		struct srnic_ucontext *uctx =
+			rdma_udata_to_drv_context(udata, struct srnic_ucontext,
+						  ibuc);
+
+		err = srnic_queue_map(&srq->rq.ring, &uctx->ibuc, &resp.rq);
+		if (err)
+			goto err_destroy_ring;
+		resp.srqn = srq->srqn;
+		err = ib_copy_to_udata(udata, &resp,
+				       min_t(size_t, udata->outlen,
+					     sizeof(resp)));
+		if (err)
+			goto err_destroy_ring;
+	}
+
+	attr->max_wr = srq->rq.max_wr;
+	attr->max_sge = srq->rq.max_sge;
+	attr->srq_limit = 0;
+	return 0;
+
+err_destroy_ring:
+	srnic_queue_destroy(&srq->rq.ring);
+err_free_id:
+	ida_free(&sdev->srq_ids, srq->srqn);
+	return err;
+}
+
+/**
+ * srnic_modify_srq() - ib_device_ops.modify_srq
+ * @ibsrq: the SRQ
+ * @attr: new attributes
+ * @mask: IB_SRQ_LIMIT arms the limit (0 disarms it); IB_SRQ_MAX_WR
+ *	  (resizing) is EOPNOTSUPP
+ * @udata: driver data; srnic defines none
+ */
+int srnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct srnic_srq *srq = to_srnic_srq(ibsrq);
+	unsigned long flags;
+
+	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
+		return -EINVAL;
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+	if (mask & IB_SRQ_MAX_WR)
+		return -EOPNOTSUPP;
+	if (!(mask & IB_SRQ_LIMIT))
+		return 0;
+	if (attr->srq_limit > srq->rq.max_wr)
+		return -EINVAL;
+
+	spin_lock_irqsave(&srq->rq.lock, flags);
+	srq->limit = attr->srq_limit;
+	spin_unlock_irqrestore(&srq->rq.lock, flags);
+	return 0;
+}
+
+/**
+ * srnic_query_srq() - ib_device_ops.query_srq
+ * @ibsrq: the SRQ
+ * @attr: its size and its limit (0 once fired or never armed)
+ */
+int srnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct srnic_srq *srq = to_srnic_srq(ibsrq);
+
+	attr->max_wr = srq->rq.max_wr;
+	attr->max_sge = srq->rq.max_sge;
+	attr->srq_limit = READ_ONCE(srq->limit);
+	return 0;
+}
+
+/**
+ * srnic_destroy_srq() - ib_device_ops.destroy_srq
+ * @ibsrq: the SRQ; ib_core refuses to destroy it while QPs use it
+ *	   (usecnt), and a QP's destroy waits for every user of the QP, so
+ *	   nobody takes WQEs from it any more
+ * @udata: unused
+ */
+int srnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct srnic_dev *sdev = to_srnic_dev(ibsrq->device);
+	struct srnic_srq *srq = to_srnic_srq(ibsrq);
+
+	srnic_queue_destroy(&srq->rq.ring);
+	ida_free(&sdev->srq_ids, srq->srqn);
+	return 0;
+}
+
+/**
+ * srnic_post_srq_recv() - ib_device_ops.post_srq_recv
+ * @ibsrq: the SRQ
+ * @wr: work requests; for a user SRQ, none (the provider writes the ring
+ *	and needs no doorbell)
+ * @bad_wr: the first request not posted, on error
+ */
+int srnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr)
+{
+	if (ibsrq->uobject) {
+		/* User WQEs travel through the ring only. */
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		return 0;
+	}
+	return srnic_wq_post_recv(&to_srnic_srq(ibsrq)->rq, wr, bad_wr);
+}
+
+/**
+ * srnic_srq_take() - take the next receive WQE of an SRQ
+ * @srq: the SRQ
+ * @rwqe: where to copy it (SRNIC_MAX_RQ_ENTRY_SIZE bytes); its num_sge is
+ *	  unchecked (compare it with @srq->rq.max_sge)
+ *
+ * For any QP type, from any context. Fires the armed limit.
+ *
+ * Return: false when the SRQ is empty.
+ */
+bool srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe)
+{
+	struct srnic_wq *rq = &srq->rq;
+	bool limit_reached = false;
+	unsigned long flags;
+	u32 producer;
+
+	spin_lock_irqsave(&rq->lock, flags);
+	producer = srnic_wq_producer(rq, srq->ibsrq.device, "SRQ", srq->srqn);
+	if (producer == rq->consumer) {
+		spin_unlock_irqrestore(&rq->lock, flags);
+		return false;
+	}
+	memcpy(rwqe, srnic_queue_entry(&rq->ring, rq->consumer),
+	       rq->ring.entry_size);
+	rq->consumer++;
+	/* Done reading the slot: the producer may reuse it. */
+	smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
+	if (srq->limit && producer - rq->consumer < srq->limit) {
+		WRITE_ONCE(srq->limit, 0);
+		limit_reached = true;
+	}
+	spin_unlock_irqrestore(&rq->lock, flags);
+
+	if (limit_reached)
+		srnic_srq_event(srq, IB_EVENT_SRQ_LIMIT_REACHED);
+	return true;
+}
+
+/**
+ * srnic_srq_qp_error() - a QP attached to an SRQ entered the error state
+ * @qp: the QP, under its state_lock
+ *
+ * Its task completes the receive WQE its responder held, then reports
+ * IB_EVENT_QP_LAST_WQE_REACHED (srnic_srq_qp_flushed()).
+ */
+void srnic_srq_qp_error(struct srnic_qp *qp)
+{
+	atomic_set(&qp->last_wqe_pending, 1);
+	srnic_engine_task_schedule(&qp->task);
+}
+
+/**
+ * srnic_srq_qp_flushed() - the task of a QP in error flushed what it held
+ * @qp: the QP, attached to an SRQ; from its task
+ *
+ * The QP takes no more WQEs from the SRQ (srnic_rq_take() refuses in the
+ * error state): report IB_EVENT_QP_LAST_WQE_REACHED, once per entry into
+ * the error state.
+ */
+void srnic_srq_qp_flushed(struct srnic_qp *qp)
+{
+	if (atomic_xchg(&qp->last_wqe_pending, 0))
+		srnic_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+}
