@@ -14,6 +14,7 @@ with IBV_WC_LOC_LEN_ERR at the receiver. modify_qp and post errnos.
 Run against rxe to validate the suite: SRNIC_TEST_DEVICE_KIND=rxe (the
 srnic-specific checks skip there).
 """
+import dataclasses
 import errno
 import ipaddress
 import itertools
@@ -166,6 +167,15 @@ def check_grh(grh, src, dst):
     return tot_len
 
 
+def check_grh6(grh, src_gid, dst_gid):
+    """The GRH area of a RoCE v2 IPv6 datagram: the IPv6 header."""
+    assert grh[0] >> 4 == 6, grh.hex()
+    assert grh[6] == 17, grh.hex()
+    assert ipaddress.IPv6Address(grh[8:24]) == ipaddress.IPv6Address(src_gid)
+    assert ipaddress.IPv6Address(grh[24:40]) == ipaddress.IPv6Address(dst_gid)
+    return struct.unpack("!H", grh[4:6])[0] + 40
+
+
 def one_way(ud, tx, size, imm, wr_id=1):
     rx = ud.peer(tx)
     data = rng.randbytes(size)
@@ -192,7 +202,11 @@ def one_way(ud, tx, size, imm, wr_id=1):
     else:
         assert not wc.wc_flags & e.IBV_WC_WITH_IMM
     buf = dst.read(GRH + size + 16, 0)
-    tot_len = check_grh(buf[:GRH], tx.end.addr, rx.end.addr)
+    if tx.end.gid.startswith("fe80"):
+        # The IPv6 header is 20 bytes longer than the IPv4 one.
+        tot_len = check_grh6(buf[:GRH], tx.end.gid, rx.end.gid) - 20
+    else:
+        tot_len = check_grh(buf[:GRH], tx.end.addr, rx.end.addr)
     # IPv4 + UDP + BTH + DETH [+ ImmDt] + payload + pad + ICRC
     assert tot_len == 20 + 8 + 12 + 8 + (4 if imm else 0) + \
         size + (-size % 4) + 4
@@ -208,6 +222,30 @@ def test_send(ud, size, imm):
     size = ud.mtu if size == "mtu" else size
     one_way(ud, ud.a, size, imm, wr_id=1)
     one_way(ud, ud.b, size, imm, wr_id=2)
+
+
+def link_local_end(end):
+    """end, addressed by its RoCE v2 IPv6 link-local GID instead."""
+    def ready():
+        out = harness.run(*end.cmd("ip", "-6", "addr", "show", "dev",
+                                   end.netdev, "scope", "link")).stdout
+        return "inet6 fe80" in out and "tentative" not in out
+    harness.wait_for(ready, timeout=20, what=f"link-local of {end.netdev}")
+    gids = [(i, g) for i, g, t in harness.port_gids(end.name)
+            if g.startswith("fe80") and t == "RoCE v2"]
+    assert gids, harness.port_gids(end.name)
+    return dataclasses.replace(end, gid=gids[0][1], gid_index=gids[0][0])
+
+
+@pytest.mark.parametrize("imm", [False, True], ids=["send", "send_imm"])
+def test_send_ipv6(topology, imm):
+    """RoCE v2 over IPv6 (link-local GIDs): the GRH area is the IPv6
+    header."""
+    a = link_local_end(topology.a)
+    b = a if topology.same_device else link_local_end(topology.b)
+    ud = UDPair(dataclasses.replace(topology, a=a, b=b))
+    one_way(ud, ud.a, 300, imm, wr_id=1)
+    one_way(ud, ud.b, 300, imm, wr_id=2)
 
 
 def test_inline(topology):
