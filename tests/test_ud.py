@@ -391,6 +391,26 @@ def test_send_above_mtu_fails(ud):
     assert a.state() == ERR
 
 
+def test_ah_of_another_pd_refused(ud):
+    """AH numbers are per device: a WQE naming an AH of another PD fails
+    (IBV_WC_LOC_QP_OP_ERR) and sends nothing."""
+    a, b = ud.a, ud.b
+    srnic_only(a.end, "the AH's PD check")
+    other_pd = PD(a.ctx)
+    gr = GlobalRoute(dgid=GID(b.end.gid), sgid_index=a.end.gid_index,
+                     hop_limit=64)
+    foreign = AH(other_pd, attr=AHAttr(gr=gr, is_global=1, port_num=1))
+    src, dst = a.mr(16), b.mr(GRH + 16)
+    b.qp.post_recv(recv_wr(1, [sge(dst)]))
+    wr = send_wr(1, e.IBV_WR_SEND, [sge(src)])
+    wr.set_wr_ud(foreign, b.qp.qp_num, QKEY)
+    a.qp.post_send(wr)
+    wc = a.poll()[0]
+    assert wc.status == e.IBV_WC_LOC_QP_OP_ERR, status_name(wc.status)
+    assert b.drain() == [], "a datagram went out"
+    assert a.state() == ERR
+
+
 def test_recv_buffer_too_small(ud):
     a, b = ud.a, ud.b
     srnic_only(b.end, "LOC_LEN_ERR completion (rxe drops silently)")
