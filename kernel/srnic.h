@@ -115,6 +115,8 @@ enum srnic_counter {
 	SRNIC_CNT_RETRANSMITS,		/* requests sent again (go-back-N) */
 	SRNIC_CNT_TIMEOUTS,		/* local ACK timeouts */
 	SRNIC_CNT_RNR_NAKS_RECEIVED,	/* RNR NAKs the requester received */
+	SRNIC_CNT_RX_DROP_BAD_QKEY,	/* UD: Q_Key not the QP's */
+	SRNIC_CNT_RX_DROP_NO_RECV_WQE,	/* UD: no receive WQE posted */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -678,6 +680,10 @@ struct srnic_resp {
  * @hop_limit: IPv4 TTL or IPv6 hop limit
  * @flow_label: IPv6 flow label
  * @sport: UDP source port (per QP pair, for ECMP entropy)
+ * @local_ifindex: when not 0, the destination GID belongs to the srnic
+ *		   device of this netdev in the sender's namespace: packets
+ *		   are handed to its receive path instead of the IP layer
+ *		   (srnic_tx_send(); UD)
  */
 struct srnic_path {
 	bool ipv6;
@@ -689,6 +695,7 @@ struct srnic_path {
 	u8 hop_limit;
 	u32 flow_label;
 	__be16 sport;
+	int local_ifindex;
 };
 
 /**
@@ -929,6 +936,13 @@ bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
 void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 		       u32 len);
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);
+bool srnic_req_fetch(struct srnic_qp *qp);
+bool srnic_req_retire(struct srnic_qp *qp);
+void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
+			enum ib_wc_status status, u64 len);
+void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on);
+int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
+		    const struct ib_global_route *grh, u32 lqpn, u32 rqpn);
 
 /**
  * struct srnic_txd - one RC packet to build (srnic_rc_tx())
@@ -945,6 +959,10 @@ void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);
  * @mr: payload source MR (READ responses) when @sgl is NULL
  * @offset: byte offset in @sgl, or address in @mr
  * @len: payload bytes
+ * @dqpn: destination QP of a DETH packet (UD); others go to the QP's
+ *	  dest_qp_num
+ * @qkey: DETH Q_Key
+ * @path: where the packet goes; NULL for the QP's path
  */
 struct srnic_txd {
 	u8 opcode;
@@ -960,6 +978,9 @@ struct srnic_txd {
 	struct srnic_mr *mr;
 	u64 offset;
 	u32 len;
+	u32 dqpn;
+	u32 qkey;
+	const struct srnic_path *path;
 };
 
 int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd);
@@ -984,6 +1005,9 @@ static inline u32 srnic_psn_add(u32 psn, u32 n)
 {
 	return (psn + n) & 0xffffff;
 }
+
+/* srnic_ud.c: UD queue pairs' engine task */
+extern const struct srnic_engine_task_ops srnic_ud_task_ops;
 
 /* srnic_req.c: the RC requester over the wire */
 int srnic_req_init(struct srnic_qp *qp);

@@ -32,6 +32,8 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_RETRANSMITS] = { .name = "retransmits" },
 	[SRNIC_CNT_TIMEOUTS] = { .name = "local_ack_timeouts" },
 	[SRNIC_CNT_RNR_NAKS_RECEIVED] = { .name = "rnr_naks_received" },
+	[SRNIC_CNT_RX_DROP_BAD_QKEY] = { .name = "rx_drop_bad_qkey" },
+	[SRNIC_CNT_RX_DROP_NO_RECV_WQE] = { .name = "rx_drop_no_recv_wqe" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);

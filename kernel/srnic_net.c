@@ -209,8 +209,10 @@ void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb)
 static_assert(sizeof(struct srnic_pkt) <= sizeof_field(struct sk_buff, cb));
 
 /*
- * Whether @qp takes @pkt: an RC opcode, a state that receives it, and the
- * addresses of the QP's connection (RC peers are identified by them).
+ * Whether @qp takes @pkt: an opcode of the QP's type, a state that receives
+ * it, and for RC the addresses of the QP's connection (RC peers are
+ * identified by them). A UD QP takes datagrams from anyone from RTR on;
+ * its task checks the Q_Key.
  */
 static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 				const struct srnic_pkt *pkt)
@@ -219,6 +221,11 @@ static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 	enum ib_qp_state state = smp_load_acquire(&qp->state);
 	const struct srnic_path *path = &qp->path;
 
+	if (qp->ibqp.qp_type == IB_QPT_UD)
+		return (pkt->opcode & SRNIC_OPCODE_TRANSPORT_MASK) ==
+		       SRNIC_TRANSPORT_UD &&
+		       (state == IB_QPS_RTR || state == IB_QPS_RTS ||
+			state == IB_QPS_SQD || state == IB_QPS_SQE);
 	if ((pkt->opcode & SRNIC_OPCODE_TRANSPORT_MASK) != SRNIC_TRANSPORT_RC)
 		return false;
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD &&
@@ -396,11 +403,48 @@ static void srnic_push_ipv6(struct sk_buff *skb, const struct srnic_path *path)
 	skb->protocol = htons(ETH_P_IPV6);
 }
 
+/*
+ * Hand a packet built for a destination GID of another srnic device of the
+ * namespace (or of @sdev itself) to that device's receive path, as the
+ * wire would: IP routing between two local addresses goes over lo, whose
+ * packets name no srnic device.
+ */
+static int srnic_tx_local(struct srnic_dev *sdev, struct sk_buff *skb,
+			  int ifindex)
+{
+	struct net_device *ndev;
+	struct srnic_dev *ddev;
+
+	rcu_read_lock();
+	ndev = dev_get_by_index_rcu(read_pnet(&sdev->net), ifindex);
+	ddev = ndev ? srnic_dev_get_by_netdev(ndev) : NULL;
+	rcu_read_unlock();
+	if (!ddev) {
+		kfree_skb(skb);
+		return -ENETUNREACH;
+	}
+	srnic_count(sdev, SRNIC_CNT_TX_PACKETS);
+	skb->dev = ddev->ndev;
+	skb->pkt_type = PACKET_HOST;
+	/* What ip_local_out() would have filled in (UD GRHs show it). */
+	if (skb->protocol == htons(ETH_P_IP))
+		ip_send_check(ip_hdr(skb));
+	/* As encap_rcv sees a datagram: data at the UDP header. */
+	__skb_pull(skb, skb_transport_offset(skb));
+	local_bh_disable();
+	srnic_rx_deliver(ddev, skb);
+	local_bh_enable();
+	ib_device_put(&ddev->ibdev);
+	return 0;
+}
+
 /**
  * srnic_tx_send() - checksum, encapsulate and send one packet
  * @sdev: the sending device
  * @skb: from srnic_tx_alloc(), skb->data at the BTH; consumed
- * @path: addresses and header fields of the destination
+ * @path: addresses and header fields of the destination; with
+ *	  local_ifindex set, the packet goes to that srnic device's receive
+ *	  path directly
  * @transport_hdr_len: bytes of BTH and extension headers at skb->data
  *
  * Return: 0, or a negative errno when no route exists or the IP layer
@@ -411,14 +455,17 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 {
 	struct net *net = read_pnet(&sdev->net);
 	unsigned int transport_len = skb->len;
-	struct dst_entry *dst;
+	struct dst_entry *dst = NULL;
 	__le32 *icrc;
 	u32 crc;
 
-	dst = path->ipv6 ? srnic_route6(sdev, path) : srnic_route4(sdev, path);
-	if (IS_ERR(dst)) {
-		kfree_skb(skb);
-		return PTR_ERR(dst);
+	if (!path->local_ifindex) {
+		dst = path->ipv6 ? srnic_route6(sdev, path) :
+				   srnic_route4(sdev, path);
+		if (IS_ERR(dst)) {
+			kfree_skb(skb);
+			return PTR_ERR(dst);
+		}
 	}
 
 	icrc = skb_put(skb, SRNIC_ICRC_SIZE);
@@ -437,6 +484,8 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 				transport_len - transport_hdr_len);
 	*icrc = srnic_icrc_finish(crc);
 
+	if (!dst)
+		return srnic_tx_local(sdev, skb, path->local_ifindex);
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
 	if (unlikely(READ_ONCE(sdev->fault.active)) &&

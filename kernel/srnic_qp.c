@@ -2,7 +2,7 @@
 /*
  * srnic: queue pairs, their control path and flushing.
  *
- * An RC QP is two rings (srnic-abi.h): the SQ of 64-byte struct
+ * An RC or UD QP is two rings (srnic-abi.h): the SQ of 64-byte struct
  * srnic_send_wqe headers followed by SGEs or inline data, and the RQ of
  * struct srnic_recv_wqe followed by SGEs (none for a QP attached to an SRQ,
  * srnic_srq.c, whose ring has the RQ's format). For user QPs the provider fills
@@ -61,7 +61,7 @@ static const u8 srnic_send_wc_opcode[] = {
 static_assert((int)IB_WR_RDMA_WRITE == (int)IB_UVERBS_WR_RDMA_WRITE &&
 	      (int)IB_WR_SEND_WITH_INV == (int)IB_UVERBS_WR_SEND_WITH_INV);
 
-/* Send opcodes kernel QPs may post (the provider has its own list). */
+/* Send opcodes kernel RC QPs may post (the provider has its own list). */
 static const bool srnic_kernel_send_opcode_ok[] = {
 	[IB_WR_RDMA_WRITE] = true,
 	[IB_WR_RDMA_WRITE_WITH_IMM] = true,
@@ -69,6 +69,16 @@ static const bool srnic_kernel_send_opcode_ok[] = {
 	[IB_WR_SEND_WITH_IMM] = true,
 	[IB_WR_RDMA_READ] = true,
 };
+
+/* Whether a kernel QP of @qp_type may post @opcode. */
+static bool srnic_kernel_send_opcode_valid(enum ib_qp_type qp_type,
+					   enum ib_wr_opcode opcode)
+{
+	if (qp_type == IB_QPT_UD)
+		return opcode == IB_WR_SEND || opcode == IB_WR_SEND_WITH_IMM;
+	return opcode < ARRAY_SIZE(srnic_kernel_send_opcode_ok) &&
+	       srnic_kernel_send_opcode_ok[opcode];
+}
 
 u8 srnic_wqe_wc_opcode(u8 wr_opcode)
 {
@@ -331,7 +341,7 @@ static int srnic_qp_map_rings(struct srnic_qp *qp, struct ib_udata *udata)
  *	  what the rings actually hold
  * @udata: driver data of a user QP; NULL for a kernel QP
  *
- * RC only. A QP with an SRQ (@init->srq) has no RQ: its receive
+ * RC and UD. A QP with an SRQ (@init->srq) has no RQ: its receive
  * capabilities are ignored and reported as zero.
  */
 int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -343,7 +353,8 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 qpn, sq_payload;
 	int err;
 
-	if (init->qp_type != IB_QPT_RC || init->create_flags ||
+	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD) ||
+	    init->create_flags ||
 	    (init->srq && init->srq->srq_type != IB_SRQT_BASIC))
 		return -EOPNOTSUPP;
 	if (!init->send_cq || !init->recv_cq)
@@ -399,7 +410,9 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = srnic_rc_init(qp);
 	if (err)
 		goto err_erase;
-	srnic_engine_task_init(sdev, &qp->task, &srnic_qp_task_ops, qpn);
+	srnic_engine_task_init(sdev, &qp->task,
+			       init->qp_type == IB_QPT_UD ? &srnic_ud_task_ops :
+			       &srnic_qp_task_ops, qpn);
 	srnic_engine_task_start(&qp->task);
 
 	cap->max_send_wr = qp->sq.max_wr;
@@ -610,7 +623,8 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	srnic_qp_store_attrs(qp, attr, mask);
 	if (mask & IB_QP_STATE) {
-		if (new == IB_QPS_RTR && cur != IB_QPS_RTR) {
+		if (new == IB_QPS_RTR && cur != IB_QPS_RTR &&
+		    ibqp->qp_type == IB_QPT_RC) {
 			err = srnic_rc_resolve_dest(qp);
 			if (err)
 				goto out_unlock;
@@ -715,8 +729,7 @@ static int srnic_sq_write_wqe(struct srnic_qp *qp, u32 producer,
 	struct srnic_sge *sge = (struct srnic_sge *)(wqe + 1);
 	u32 i, len = 0;
 
-	if (wr->opcode >= ARRAY_SIZE(srnic_kernel_send_opcode_ok) ||
-	    !srnic_kernel_send_opcode_ok[wr->opcode] ||
+	if (!srnic_kernel_send_opcode_valid(qp->ibqp.qp_type, wr->opcode) ||
 	    wr->num_sge < 0 || wr->num_sge > qp->sq.max_sge)
 		return -EINVAL;
 
@@ -732,9 +745,15 @@ static int srnic_sq_write_wqe(struct srnic_qp *qp, u32 producer,
 	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
 	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
 		wqe->imm_data = wr->ex.imm_data;
-	if (wr->opcode == IB_WR_RDMA_WRITE ||
-	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
-	    wr->opcode == IB_WR_RDMA_READ) {
+	if (qp->ibqp.qp_type == IB_QPT_UD) {
+		if (!ud_wr(wr)->ah)
+			return -EINVAL;
+		wqe->ud.ah_handle = to_srnic_ah(ud_wr(wr)->ah)->ah_num;
+		wqe->ud.remote_qpn = ud_wr(wr)->remote_qpn;
+		wqe->ud.remote_qkey = ud_wr(wr)->remote_qkey;
+	} else if (wr->opcode == IB_WR_RDMA_WRITE ||
+		   wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
+		   wr->opcode == IB_WR_RDMA_READ) {
 		wqe->rdma.remote_addr = rdma_wr(wr)->remote_addr;
 		wqe->rdma.rkey = rdma_wr(wr)->rkey;
 	}

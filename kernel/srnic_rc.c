@@ -446,9 +446,17 @@ enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 			     IB_ACCESS_LOCAL_WRITE : 0, sgl);
 }
 
-static void srnic_req_complete(struct srnic_qp *qp,
-			       const struct srnic_send_wqe *wqe,
-			       enum ib_wc_status status, u64 len)
+/**
+ * srnic_req_complete() - complete a send WQE, if signaled or failed
+ * @qp: the requester
+ * @wqe: a snapshot of the WQE
+ * @status: its completion status
+ * @len: message length (reported for READs)
+ *
+ * A lost completion (CQ overrun) sets @qp->req.fatal.
+ */
+void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
+			enum ib_wc_status status, u64 len)
 {
 	struct srnic_cqe cqe = {
 		.wr_id = wqe->wr_id,
@@ -475,8 +483,15 @@ static void srnic_req_rnr_wait(struct srnic_qp *qp)
 	mod_timer(&qp->req.rnr_timer_list, qp->req.rnr_until);
 }
 
-/* Take the WQE at the SQ's consumer index; false if there is none. */
-static bool srnic_req_fetch(struct srnic_qp *qp)
+/**
+ * srnic_req_fetch() - snapshot the WQE at the SQ's consumer index
+ * @qp: the QP, from its task
+ *
+ * The copy goes to @qp->req.wqe, its index to @qp->req.index.
+ *
+ * Return: false if the SQ is empty.
+ */
+bool srnic_req_fetch(struct srnic_qp *qp)
 {
 	struct srnic_wq *sq = &qp->sq;
 	unsigned long flags;
@@ -493,11 +508,16 @@ static bool srnic_req_fetch(struct srnic_qp *qp)
 	return fetched;
 }
 
-/*
- * Retire the fetched WQE, unless a flush (the QP entered the error state
- * meanwhile) already completed it. Returns whether it was retired here.
+/**
+ * srnic_req_retire() - hand the fetched WQE's slot back to the producer
+ * @qp: the QP, from its task
+ *
+ * Unless a flush (the QP entered the error state meanwhile) already
+ * completed the WQE.
+ *
+ * Return: whether it was retired here (and must be completed).
  */
-static bool srnic_req_retire(struct srnic_qp *qp)
+bool srnic_req_retire(struct srnic_qp *qp)
 {
 	struct srnic_wq *sq = &qp->sq;
 	unsigned long flags;
@@ -627,7 +647,8 @@ void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 }
 
 /**
- * srnic_rc_tx() - build one RC packet of the QP and send it
+ * srnic_rc_tx() - build one packet of the QP (RC, or UD with DETH) and
+ * send it
  * @qp: the sending QP, its path resolved
  * @txd: what the packet holds; the payload bytes must lie within @txd's
  *	 source (checked when the SGL or MR was resolved)
@@ -641,6 +662,7 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 	u32 flags = srnic_opcode_flags[txd->opcode];
 	u32 hdr_len = srnic_opcode_hdr_len(flags);
 	u32 pad = (4 - (txd->len & 3)) & 3;
+	u32 dqpn = flags & SRNIC_HDR_DETH ? txd->dqpn : qp->attrs.dest_qp_num;
 	struct srnic_bth *bth;
 	struct sk_buff *skb;
 	u8 *p;
@@ -656,10 +678,18 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 	bth->flags = FIELD_PREP(SRNIC_BTH_FLAGS_PAD_MASK, pad) |
 		     (txd->solicited ? SRNIC_BTH_FLAGS_SE_MASK : 0);
 	bth->pkey = cpu_to_be16(SRNIC_DEFAULT_PKEY_FULL);
-	bth->dqpn = cpu_to_be32(qp->attrs.dest_qp_num & SRNIC_QPN_MASK);
+	bth->dqpn = cpu_to_be32(dqpn & SRNIC_QPN_MASK);
 	bth->apsn = cpu_to_be32((txd->psn & SRNIC_PSN_MASK) |
 				(txd->ack_req ? SRNIC_BTH_APSN_ACKREQ_MASK : 0));
 	p = skb->data + sizeof(*bth);
+	if (flags & SRNIC_HDR_DETH) {
+		struct srnic_deth *deth = (struct srnic_deth *)p;
+
+		deth->qkey = cpu_to_be32(txd->qkey);
+		deth->sqpn = cpu_to_be32(qp->ibqp.qp_num &
+					 SRNIC_DETH_SQPN_QPN_MASK);
+		p += sizeof(*deth);
+	}
 	if (flags & SRNIC_HDR_RETH) {
 		struct srnic_reth *reth = (struct srnic_reth *)p;
 
@@ -684,7 +714,8 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 	}
 	memset(p + txd->len, 0, pad);
 
-	err = srnic_tx_send(sdev, skb, &qp->path, hdr_len);
+	err = srnic_tx_send(sdev, skb, txd->path ? txd->path : &qp->path,
+			    hdr_len);
 	if (err)
 		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
 	return err;
@@ -720,7 +751,12 @@ static bool srnic_qp_rx(struct srnic_qp *qp)
 	return !skb_queue_empty_lockless(&qp->rxq);
 }
 
-static void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on)
+/**
+ * srnic_queue_set_need_wakeup() - ask for doorbells on a queue, or not
+ * @q: the queue
+ * @on: set SRNIC_QUEUE_NEED_WAKEUP, or clear it (not on a queue in error)
+ */
+void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on)
 {
 	u32 old, new;
 
@@ -885,37 +921,52 @@ void srnic_rc_reset(struct srnic_qp *qp)
 	srnic_resp_reset(qp);
 }
 
-/* The path of a wire destination, from the QP's address vector. */
-static int srnic_rc_resolve_path(struct srnic_qp *qp)
+/**
+ * srnic_path_init() - the path to a destination, from an address vector
+ * @path: the result
+ * @sgid: the source GID (RoCE v2)
+ * @grh: the destination's global route
+ * @lqpn: the sending QP
+ * @rqpn: the destination QP (with @lqpn, the UDP source port's entropy
+ *	  when the flow label is 0)
+ *
+ * Return: 0, or -EINVAL when the GIDs mix IPv4 and IPv6.
+ */
+int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
+		    const struct ib_global_route *grh, u32 lqpn, u32 rqpn)
 {
-	const struct rdma_ah_attr *ah = &qp->attrs.ah_attr;
-	const struct ib_global_route *grh = &ah->grh;
-	const struct ib_gid_attr *sgid_attr = grh->sgid_attr;
-	struct srnic_path *path = &qp->path;
 	u32 fl = grh->flow_label;
 
 	memset(path, 0, sizeof(*path));
-	if (!sgid_attr)
-		return -EINVAL;
-	path->ipv6 = !ipv6_addr_v4mapped((struct in6_addr *)sgid_attr->gid.raw);
+	path->ipv6 = !ipv6_addr_v4mapped((struct in6_addr *)sgid->raw);
 	if (path->ipv6 != !ipv6_addr_v4mapped((struct in6_addr *)grh->dgid.raw))
 		return -EINVAL;
 	if (path->ipv6) {
-		memcpy(&path->saddr.v6, sgid_attr->gid.raw, 16);
+		memcpy(&path->saddr.v6, sgid->raw, 16);
 		memcpy(&path->daddr.v6, grh->dgid.raw, 16);
 	} else {
-		memcpy(&path->saddr.v4, sgid_attr->gid.raw + 12, 4);
+		memcpy(&path->saddr.v4, sgid->raw + 12, 4);
 		memcpy(&path->daddr.v4, grh->dgid.raw + 12, 4);
 	}
 	path->traffic_class = grh->traffic_class;
 	path->hop_limit = grh->hop_limit ? grh->hop_limit : 64;
 	if (!fl)
-		fl = rdma_calc_flow_label(qp->ibqp.qp_num,
-					  qp->attrs.dest_qp_num);
+		fl = rdma_calc_flow_label(lqpn, rqpn);
 	path->flow_label = fl;
-	path->sport = htons(rdma_get_udp_sport(fl, qp->ibqp.qp_num,
-					       qp->attrs.dest_qp_num));
+	path->sport = htons(rdma_get_udp_sport(fl, lqpn, rqpn));
 	return 0;
+}
+
+/* The path of a wire destination, from the QP's address vector. */
+static int srnic_rc_resolve_path(struct srnic_qp *qp)
+{
+	const struct ib_global_route *grh = &qp->attrs.ah_attr.grh;
+
+	memset(&qp->path, 0, sizeof(qp->path));
+	if (!grh->sgid_attr)
+		return -EINVAL;
+	return srnic_path_init(&qp->path, &grh->sgid_attr->gid, grh,
+			       qp->ibqp.qp_num, qp->attrs.dest_qp_num);
 }
 
 /**

@@ -26,8 +26,8 @@ MIN_PASSED = {
     "test_pd": 4,
     "test_mr": 1,
     "test_cq": 3,
-    "test_cq_events": 1,
-    "test_qp": 5,
+    "test_cq_events": 2,
+    "test_qp": 16,
     "test_addr": 3,
 }
 

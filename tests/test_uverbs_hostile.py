@@ -237,7 +237,7 @@ def test_create_qp_largest(qpenv):
 
 
 @pytest.mark.parametrize("qp_type,code", [
-    (QPT_UC, EOPNOTSUPP), (QPT_UD, EOPNOTSUPP), (99, EINVAL)])
+    (QPT_UC, EOPNOTSUPP), (QPT_UD, None), (99, EINVAL)])
 def test_create_qp_type(qpenv, qp_type, code):
     c, pd, cq = qpenv
     assert errno_of(c.create_qp, pd, cq, qp_type=qp_type) == code

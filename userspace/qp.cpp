@@ -120,6 +120,7 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 	qp->rq_max_sge = attr->cap.max_recv_sge;
 	qp->max_inline = attr->cap.max_inline_data;
 	qp->sq_sig_all = attr->sq_sig_all;
+	qp->type = attr->qp_type;
 	return &qp.release()->vqp.qp;
 }
 

@@ -7,6 +7,7 @@
 #ifndef SRNIC_QP_H
 #define SRNIC_QP_H
 
+#include "ah.h"
 #include "queue.h"
 #include "ring_mapping.h"
 #include "spinlock.h"
@@ -38,6 +39,7 @@ struct Qp {
 	// As last set by modify_qp (the kernel may move the QP to the error
 	// state on its own; the rings' ERROR flag covers that).
 	std::atomic<ibv_qp_state> state{IBV_QPS_RESET};
+	ibv_qp_type type = IBV_QPT_RC; // RC or UD: what a send WQE carries
 	uint32_t sq_max_sge = 0;
 	uint32_t rq_max_sge = 0;
 	uint32_t max_inline = 0;
@@ -72,6 +74,13 @@ inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> rc_send_opcode_supported =
 	return ok;
 }();
 
+// Send opcodes a UD QP accepts, indexed by IBV_WR_*.
+inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> ud_send_opcode_supported = [] {
+	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
+	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = true;
+	return ok;
+}();
+
 [[nodiscard]] constexpr bool send_state_ok(ibv_qp_state s) noexcept
 {
 	return s != IBV_QPS_RESET && s != IBV_QPS_INIT && s != IBV_QPS_RTR;
@@ -85,8 +94,11 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 	std::underlying_type_t<ibv_wr_opcode> opcode;
 	static_assert(sizeof(opcode) == sizeof(wr.opcode));
 	std::memcpy(&opcode, &wr.opcode, sizeof(opcode));
-	if (opcode >= rc_send_opcode_supported.size() || !rc_send_opcode_supported[opcode] ||
-	    wr.num_sge < 0)
+	const bool ud = qp.type == IBV_QPT_UD;
+	const auto &supported = ud ? ud_send_opcode_supported : rc_send_opcode_supported;
+	if (opcode >= supported.size() || !supported[opcode] || wr.num_sge < 0)
+		return EINVAL;
+	if (ud && !wr.wr.ud.ah)
 		return EINVAL;
 
 	auto *wqe = reinterpret_cast<srnic_send_wqe *>(slot);
@@ -102,7 +114,11 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 		wqe->flags |= SRNIC_WQE_SOLICITED;
 	if (opcode == IBV_WR_SEND_WITH_IMM || opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 		wqe->imm_data = wr.imm_data;
-	if (opcode != IBV_WR_SEND && opcode != IBV_WR_SEND_WITH_IMM) {
+	if (ud) {
+		wqe->ud.ah_handle = to_srnic_ah(wr.wr.ud.ah)->ah_num;
+		wqe->ud.remote_qpn = wr.wr.ud.remote_qpn;
+		wqe->ud.remote_qkey = wr.wr.ud.remote_qkey;
+	} else if (opcode != IBV_WR_SEND && opcode != IBV_WR_SEND_WITH_IMM) {
 		wqe->rdma.remote_addr = wr.wr.rdma.remote_addr;
 		wqe->rdma.rkey = wr.wr.rdma.rkey;
 	}

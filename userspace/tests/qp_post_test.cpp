@@ -146,6 +146,74 @@ TEST_F(QpPostTest, SendChecks)
 	EXPECT_EQ(load_acquire(sq_mem_.ctrl().producer), 0u) << "nothing published";
 }
 
+TEST_F(QpPostTest, UdSendCarriesAhQpnAndQkey)
+{
+	qp_->type = IBV_QPT_UD;
+	Ah ah{};
+	ah.ah_num = 77;
+	ibv_sge sge = {0x3000, 30, 9};
+	ibv_send_wr wr = {};
+	wr.wr_id = 5;
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.imm_data = htobe32(0xfeed);
+	wr.wr.ud.ah = &ah.ibah;
+	wr.wr.ud.remote_qpn = 0x123456;
+	wr.wr.ud.remote_qkey = 0x80000000; // "the QP's own Q_Key": the kernel's call
+	ibv_send_wr *bad = nullptr;
+
+	ASSERT_EQ(post_send(ibqp(), &wr, &bad), 0);
+	const srnic_send_wqe &wqe = sq_wqe(0);
+	EXPECT_EQ(wqe.opcode, IBV_WR_SEND_WITH_IMM);
+	EXPECT_EQ(wqe.imm_data, htobe32(0xfeed));
+	EXPECT_EQ(wqe.ud.ah_handle, 77u);
+	EXPECT_EQ(wqe.ud.remote_qpn, 0x123456u);
+	EXPECT_EQ(wqe.ud.remote_qkey, 0x80000000u);
+	EXPECT_EQ(wqe.num_sge, 1);
+
+	// Inline data works for UD as for RC.
+	char data[5] = "abcd";
+	ibv_sge isge = {reinterpret_cast<uint64_t>(data), 4, 0};
+	wr.opcode = IBV_WR_SEND;
+	wr.sg_list = &isge;
+	wr.send_flags = IBV_SEND_INLINE;
+	ASSERT_EQ(post_send(ibqp(), &wr, &bad), 0);
+	const srnic_send_wqe &iwqe = sq_wqe(1);
+	EXPECT_EQ(iwqe.flags & SRNIC_WQE_INLINE, SRNIC_WQE_INLINE);
+	EXPECT_EQ(iwqe.inline_len, 4u);
+	EXPECT_EQ(iwqe.ud.ah_handle, 77u);
+	EXPECT_EQ(std::memcmp(&iwqe + 1, "abcd", 4), 0);
+	EXPECT_EQ(load_acquire(sq_mem_.ctrl().producer), 2u);
+}
+
+TEST_F(QpPostTest, UdSendChecks)
+{
+	qp_->type = IBV_QPT_UD;
+	Ah ah{};
+	ibv_sge sge = {0x3000, 30, 9};
+	ibv_send_wr wr = {};
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.ud.ah = &ah.ibah;
+	ibv_send_wr *bad = nullptr;
+
+	// Only SEND and SEND with immediate exist on UD.
+	for (ibv_wr_opcode op : {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
+				 IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				 IBV_WR_SEND_WITH_INV}) {
+		wr.opcode = op;
+		bad = nullptr;
+		EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL) << op;
+		EXPECT_EQ(bad, &wr);
+	}
+	// A UD send needs an AH.
+	wr.opcode = IBV_WR_SEND;
+	wr.wr.ud.ah = nullptr;
+	EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL);
+	EXPECT_EQ(load_acquire(sq_mem_.ctrl().producer), 0u) << "nothing published";
+}
+
 TEST_F(QpPostTest, ChainStopsAtFullRingWithBadWr)
 {
 	ibv_send_wr wrs[kSqEntries + 2] = {};
