@@ -83,6 +83,20 @@ static void srnic_fault_corrupt(struct sk_buff *skb, unsigned int offset,
 	skb->data[at] ^= 1 << (rnd >> 29);
 }
 
+/*
+ * Fire the direction's timer at @release_ns (at the next tick if that
+ * passed already: a negative delay made unsigned would arm it for
+ * centuries, and every packet held behind it would never leave).
+ */
+static void srnic_fault_arm(struct srnic_fault *f, enum srnic_fault_dir dir,
+			    u64 release_ns)
+{
+	u64 now = ktime_get_ns();
+	u64 wait = release_ns > now ? release_ns - now : 0;
+
+	mod_timer(&f->timer[dir], jiffies + nsecs_to_jiffies(wait) + 1);
+}
+
 /* Hold @skb until @release_ns; false if too many are held (dropped). */
 static bool srnic_fault_hold(struct srnic_fault *f, enum srnic_fault_dir dir,
 			     struct sk_buff *skb, u64 release_ns)
@@ -102,11 +116,8 @@ static bool srnic_fault_hold(struct srnic_fault *f, enum srnic_fault_dir dir,
 		if (ktime_to_ns(pos->tstamp) <= release_ns)
 			break;
 	__skb_queue_after(q, pos, skb);
-	if (!timer_pending(&f->timer[dir]) ||
-	    skb_peek(q) == skb)
-		mod_timer(&f->timer[dir],
-			  jiffies + nsecs_to_jiffies(release_ns -
-						     ktime_get_ns()) + 1);
+	if (!timer_pending(&f->timer[dir]) || skb_peek(q) == skb)
+		srnic_fault_arm(f, dir, release_ns);
 	spin_unlock_irqrestore(&q->lock, flags);
 	return true;
 }
@@ -116,7 +127,8 @@ static void srnic_fault_pass(struct srnic_dev *sdev, enum srnic_fault_dir dir,
 {
 	if (dir == SRNIC_FAULT_TX) {
 		skb->tstamp = 0;
-		srnic_tx_output(sdev, skb);
+		if (srnic_tx_output(sdev, skb))
+			srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
 	} else {
 		srnic_rx_deliver(sdev, skb);
 	}
@@ -139,9 +151,7 @@ static void srnic_fault_release(struct srnic_fault *f,
 		__skb_queue_tail(&due, skb);
 	}
 	if (skb && !f->stopped)
-		mod_timer(&f->timer[dir],
-			  jiffies + nsecs_to_jiffies(ktime_to_ns(skb->tstamp) -
-						     now) + 1);
+		srnic_fault_arm(f, dir, ktime_to_ns(skb->tstamp));
 	spin_unlock_irqrestore(&q->lock, flags);
 
 	while ((skb = __skb_dequeue(&due)))

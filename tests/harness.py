@@ -90,6 +90,15 @@ def link_delete(name, check=True):
     return run("rdma", "link", "delete", name, check=check)
 
 
+def link_counters(end):
+    """An RDMA device's `rdma statistic` counters (name -> value); end is a
+    tests/topology.py End (the command runs in its netns)."""
+    out = run(*end.cmd("rdma", "statistic", "show", "link",
+                       f"{end.name}/1")).stdout.split()
+    i = out.index(f"{end.name}/1") + 1
+    return {out[j]: int(out[j + 1]) for j in range(i, len(out) - 1, 2)}
+
+
 def sysfs_read(path):
     with open(path) as f:
         return f.read().strip()

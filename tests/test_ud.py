@@ -20,29 +20,24 @@ import ipaddress
 import itertools
 import random
 import struct
-import time
 
 import pytest
 
 pytest.importorskip("pyverbs")
 import pyverbs.enums as e  # noqa: E402
 from pyverbs.addr import AH, AHAttr, GID, GlobalRoute  # noqa: E402
-from pyverbs.cq import CQ  # noqa: E402
-from pyverbs.device import Context  # noqa: E402
-from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
+from pyverbs.qp import QPAttr  # noqa: E402
 
 import harness  # noqa: E402
 from perftools import run_pair  # noqa: E402
-from rc_verbs import (ERR, INIT, RESET, RTR, RTS, OPEN_CONTEXTS,  # noqa: E402
-                      WC_TIMEOUT, close_all, recv_wr, send_wr, sge,
+from rc_verbs import (ERR, INIT, RESET, RTR, RTS,  # noqa: E402
+                      close_all, recv_wr, send_wr, sge,
                       status_name)
 from topology import topology  # noqa: E402,F401 (fixture)
+from ud_verbs import GRH, QKEY, UDPair, UDSide  # noqa: E402
 
-GRH = 40
-QKEY = 0x11111111
 rng = random.Random(0x0d)
 ports = itertools.count(18900)
 
@@ -53,106 +48,9 @@ def close_contexts():
     close_all()
 
 
-class UDSide:
-    """Context, PD, CQ and a UD QP on one end's device."""
-
-    def __init__(self, end, qkey=QKEY, max_inline_data=0):
-        self.end = end
-        self.ctx = Context(name=end.name)
-        OPEN_CONTEXTS.append(self.ctx)
-        self.port_attr = self.ctx.query_port(1)
-        self.mtu = 128 << self.port_attr.active_mtu
-        self.pd = PD(self.ctx)
-        self.cq = CQ(self.ctx, 512, None, None, 0)
-        cap = QPCap(max_send_wr=64, max_recv_wr=256, max_send_sge=2,
-                    max_recv_sge=2, max_inline_data=max_inline_data)
-        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=self.cq,
-                                         rcq=self.cq, cap=cap, sq_sig_all=0))
-        self.qkey = qkey
-        self.mrs = []
-
-    def mr(self, size):
-        mr = MR(self.pd, size, e.IBV_ACCESS_LOCAL_WRITE)
-        self.mrs.append(mr)
-        return mr
-
-    def to_rts(self, sq_psn=0x123):
-        attr = QPAttr(qp_state=INIT)
-        attr.pkey_index = 0
-        attr.port_num = 1
-        attr.qkey = self.qkey
-        self.qp.modify(attr, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX |
-                       e.IBV_QP_PORT | e.IBV_QP_QKEY)
-        self.qp.modify(QPAttr(qp_state=RTR), e.IBV_QP_STATE)
-        attr = QPAttr(qp_state=RTS)
-        attr.sq_psn = sq_psn
-        self.qp.modify(attr, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
-
-    def ah_to(self, peer):
-        gr = GlobalRoute(dgid=GID(peer.end.gid),
-                         sgid_index=self.end.gid_index, hop_limit=64)
-        return AH(self.pd, attr=AHAttr(gr=gr, is_global=1, port_num=1))
-
-    def state(self):
-        attr, _ = self.qp.query(e.IBV_QP_STATE)
-        return attr.qp_state
-
-    def poll(self, n=1, timeout=None):
-        timeout = WC_TIMEOUT if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        wcs = []
-        while len(wcs) < n:
-            got, batch = self.cq.poll(n - len(wcs))
-            if got:
-                wcs.extend(batch)
-                continue
-            assert time.monotonic() < deadline, (
-                f"{self.end.name}: {len(wcs)} of {n} completions after "
-                f"{timeout}s")
-            time.sleep(0.0005)
-        return wcs
-
-    def drain(self, settle=0.5):
-        time.sleep(settle)
-        wcs = []
-        while True:
-            got, batch = self.cq.poll(64)
-            if not got:
-                return wcs
-            wcs.extend(batch)
-
-
-class UDPair:
-    def __init__(self, topo, **kw):
-        self.a = UDSide(topo.a, **kw)
-        self.b = UDSide(topo.b, **kw)
-        self.mtu = min(self.a.mtu, self.b.mtu)
-        for side in (self.a, self.b):
-            side.to_rts()
-        self.ah = {self.a: self.a.ah_to(self.b), self.b: self.b.ah_to(self.a)}
-
-    def peer(self, side):
-        return self.b if side is self.a else self.a
-
-    def send(self, side, wr_id, sgl, opcode=e.IBV_WR_SEND, imm=0,
-             qkey=QKEY, flags=e.IBV_SEND_SIGNALED):
-        peer = self.peer(side)
-        wr = send_wr(wr_id, opcode, sgl, flags=flags, imm=imm)
-        wr.set_wr_ud(self.ah[side], peer.qp.qp_num, qkey)
-        side.qp.post_send(wr)
-
-
 @pytest.fixture
 def ud(topology):
     return UDPair(topology)
-
-
-def counters(end):
-    """The srnic device's `rdma statistic` counters (name -> value)."""
-    out = harness.run(*end.cmd("rdma", "statistic", "show", "link",
-                               f"{end.name}/1")).stdout.split()
-    i = out.index(f"{end.name}/1") + 1
-    return {out[j]: int(out[j + 1]) for j in range(i, len(out) - 1, 2)}
 
 
 def check_grh(grh, src, dst):
@@ -335,10 +233,10 @@ def test_qkey_mismatch_dropped(ud):
     src, dst = a.mr(64), b.mr(GRH + 64)
     src.write(b"q" * 64, 64)
     b.qp.post_recv(recv_wr(1, [sge(dst)]))
-    before = counters(b.end)["rx_drop_bad_qkey"]
+    before = harness.link_counters(b.end)["rx_drop_bad_qkey"]
     ud.send(a, 1, [sge(src)], qkey=QKEY + 1)
     assert a.poll()[0].status == e.IBV_WC_SUCCESS  # UD: no ACK, no error
-    harness.wait_for(lambda: counters(b.end)["rx_drop_bad_qkey"] > before,
+    harness.wait_for(lambda: harness.link_counters(b.end)["rx_drop_bad_qkey"] > before,
                      what="rx_drop_bad_qkey to grow")
     assert b.drain() == [], "a datagram with the wrong Q_Key completed"
     # The receive WQE is still there for the right Q_Key.
@@ -364,10 +262,10 @@ def test_no_recv_wqe_dropped(ud):
     a, b = ud.a, ud.b
     srnic_only(b.end, "drop counter")
     src, dst = a.mr(32), b.mr(GRH + 32)
-    before = counters(b.end)["rx_drop_no_recv_wqe"]
+    before = harness.link_counters(b.end)["rx_drop_no_recv_wqe"]
     ud.send(a, 1, [sge(src)])
     assert a.poll()[0].status == e.IBV_WC_SUCCESS
-    harness.wait_for(lambda: counters(b.end)["rx_drop_no_recv_wqe"] > before,
+    harness.wait_for(lambda: harness.link_counters(b.end)["rx_drop_no_recv_wqe"] > before,
                      what="rx_drop_no_recv_wqe to grow")
     b.qp.post_recv(recv_wr(2, [sge(dst)]))
     assert b.drain() == [], "a dropped datagram completed later"
