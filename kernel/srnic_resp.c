@@ -522,15 +522,18 @@ static void srnic_resp_duplicate(struct srnic_qp *qp, struct sk_buff *skb,
 }
 
 /**
- * srnic_resp_went_back() - did the requester go back to an earlier READ?
+ * srnic_resp_went_back() - did the requester go back to an earlier READ
+ * or atomic?
  * @qp: the QP, from its task
  *
- * A READ request behind epsn in the receive queue means the requester
- * missed responses and asks again from there (go-back-N); it will send
- * everything after that PSN again too. READ responses in progress and the
- * requests queued before the duplicate are then wasted work that would
- * delay the answer past the requester's ACK timeout: drop them, so the
- * duplicate is served next.
+ * A READ or atomic request behind epsn in the receive queue means the
+ * requester missed responses and asks again from there (go-back-N); it
+ * will send everything after that PSN again too. READ responses in
+ * progress and the requests queued before the duplicate are then wasted
+ * work that would delay the answer past the requester's ACK timeout: drop
+ * them, so the duplicate is served next. (A duplicate atomic must not be
+ * among the dropped: only its ATOMIC_ACKNOWLEDGE completes it, so it is
+ * where the walk stops too.)
  *
  * Return: true if something was dropped.
  */
@@ -547,7 +550,7 @@ bool srnic_resp_went_back(struct srnic_qp *qp)
 	skb_queue_walk(q, skb) {
 		const struct srnic_pkt *pkt = srnic_skb_pkt(skb);
 
-		if ((pkt->flags & SRNIC_OPF_READ) &&
+		if (((pkt->flags & SRNIC_OPF_READ) || pkt->atmeth) &&
 		    (pkt->flags & SRNIC_OPF_REQUEST) &&
 		    srnic_psn_cmp(pkt->psn, resp->epsn) < 0) {
 			dup = skb;
