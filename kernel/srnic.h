@@ -530,7 +530,8 @@ struct srnic_sgl {
  * @flags: SRNIC_WQE_* flags
  * @status: IB_WC_SUCCESS, or the local error it completes with when its
  *	    turn comes (it is then never sent)
- * @read_done: a READ's last response arrived
+ * @read_done: a READ's last response, or an atomic's ATOMIC_ACKNOWLEDGE,
+ *	       arrived
  */
 struct srnic_req_wqe {
 	u64 wr_id;
@@ -569,7 +570,7 @@ struct srnic_req_wqe {
  * @next_psn: first PSN of the next WQE taken
  * @una_psn: oldest PSN not acknowledged
  * @cwnd: PSNs that may be in flight beyond @una_psn (adapts to loss)
- * @reads: READs outstanding
+ * @reads: READs and atomics outstanding (at most max_rd_atomic)
  * @read_sgl: local SGL of the oldest outstanding READ, which its responses
  *	      fill; valid while @read_sgl_index is that READ's SQ index + 1
  * @read_sgl_index: see @read_sgl; 0 when unset
@@ -616,6 +617,19 @@ struct srnic_req {
 	bool went_back;
 };
 
+/**
+ * struct srnic_atomic_replay - an atomic the wire responder executed, kept
+ * to answer a duplicate of it without executing it again (IBTA 9.7.5.1.3.2)
+ * @orig: the value the target held before; the ATOMIC_ACKNOWLEDGE's
+ * @psn: the request's PSN
+ * @valid: the slot holds an atomic
+ */
+struct srnic_atomic_replay {
+	u64 orig;
+	u32 psn;
+	bool valid;
+};
+
 /* What the responder is in the middle of receiving. */
 enum srnic_resp_msg {
 	SRNIC_RESP_IDLE,
@@ -647,6 +661,10 @@ enum srnic_resp_msg {
  * @read_first: the next response packet is the first
  * @reading: READ response packets remain to be sent
  * @fatal_event: the async event of the fatal error just NAKed
+ * @atomics: the last atomics executed, one per responder resource
+ *	     (max_dest_rd_atomic of the SRNIC_MAX_RD_ATOMIC slots, used in
+ *	     turn)
+ * @atomic_next: the slot of @atomics the next atomic takes
  */
 struct srnic_resp {
 	u32 epsn;
@@ -669,6 +687,8 @@ struct srnic_resp {
 	bool read_first;
 	bool reading;
 	enum ib_event_type fatal_event;
+	struct srnic_atomic_replay *atomics;
+	u32 atomic_next;
 };
 
 /**
@@ -950,9 +970,12 @@ int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
  * @psn: BTH PSN
  * @ack_req: BTH AckReq
  * @solicited: BTH SE
- * @va: RETH virtual address
- * @rkey: RETH R_Key
+ * @va: RETH or AtomicETH virtual address
+ * @rkey: RETH or AtomicETH R_Key
  * @dma_len: RETH DMA length
+ * @swap_add: AtomicETH swap (compare & swap) or add (fetch & add) data
+ * @compare: AtomicETH compare data
+ * @orig: AtomicAckETH original remote data
  * @aeth: AETH syndrome << 24 | MSN
  * @imm: immediate data, big-endian as on the wire
  * @sgl: payload source (requester's SGL) or NULL
@@ -972,6 +995,9 @@ struct srnic_txd {
 	u64 va;
 	u32 rkey;
 	u32 dma_len;
+	u64 swap_add;
+	u64 compare;
+	u64 orig;
 	u32 aeth;
 	__be32 imm;
 	const struct srnic_sgl *sgl;
@@ -986,6 +1012,22 @@ struct srnic_txd {
 int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd);
 bool srnic_wqe_opcode_supported(u8 opcode);
 u32 srnic_rnr_timer_usecs_of(u8 code);
+
+/* Is a send WQE's IB_WR_* opcode compare & swap or fetch & add? */
+static inline bool srnic_wr_is_atomic(u8 opcode)
+{
+	return opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Does it take a responder resource (max_rd_atomic): READ and atomics. */
+static inline bool srnic_wr_is_rd_atomic(u8 opcode)
+{
+	return opcode == IB_WR_RDMA_READ || srnic_wr_is_atomic(opcode);
+}
+
+/* Bytes an atomic operates on, at an address aligned to as many. */
+#define SRNIC_ATOMIC_SIZE 8
 
 /* The parsed headers of a received packet queued to a QP (skb->cb). */
 static inline struct srnic_pkt *srnic_skb_pkt(struct sk_buff *skb)
@@ -1027,6 +1069,8 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb);
 bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget);
 void srnic_resp_flush_ack(struct srnic_qp *qp);
 bool srnic_resp_went_back(struct srnic_qp *qp);
+int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
+			 u64 swap_add, u64 compare, u64 *orig);
 
 /*
  * srnic_ah.c: address handles. An AH number is an index in [1, SRNIC_MAX_AH]

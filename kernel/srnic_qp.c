@@ -68,6 +68,8 @@ static const bool srnic_kernel_send_opcode_ok[] = {
 	[IB_WR_SEND] = true,
 	[IB_WR_SEND_WITH_IMM] = true,
 	[IB_WR_RDMA_READ] = true,
+	[IB_WR_ATOMIC_CMP_AND_SWP] = true,
+	[IB_WR_ATOMIC_FETCH_AND_ADD] = true,
 };
 
 /* Whether a kernel QP of @qp_type may post @opcode. */
@@ -732,6 +734,10 @@ static int srnic_sq_write_wqe(struct srnic_qp *qp, u32 producer,
 	if (!srnic_kernel_send_opcode_valid(qp->ibqp.qp_type, wr->opcode) ||
 	    wr->num_sge < 0 || wr->num_sge > qp->sq.max_sge)
 		return -EINVAL;
+	/* An atomic's result goes to exactly one 8-byte SGE. */
+	if (srnic_wr_is_atomic(wr->opcode) &&
+	    (wr->num_sge != 1 || wr->sg_list[0].length != SRNIC_ATOMIC_SIZE))
+		return -EINVAL;
 
 	memset(wqe, 0, sizeof(*wqe));
 	wqe->wr_id = wr->wr_id;
@@ -757,8 +763,15 @@ static int srnic_sq_write_wqe(struct srnic_qp *qp, u32 producer,
 		wqe->rdma.remote_addr = rdma_wr(wr)->remote_addr;
 		wqe->rdma.rkey = rdma_wr(wr)->rkey;
 	}
+	if (srnic_wr_is_atomic(wr->opcode)) {
+		wqe->atomic.remote_addr = atomic_wr(wr)->remote_addr;
+		wqe->atomic.compare_add = atomic_wr(wr)->compare_add;
+		wqe->atomic.swap = atomic_wr(wr)->swap;
+		wqe->atomic.rkey = atomic_wr(wr)->rkey;
+	}
 
-	if ((wr->send_flags & IB_SEND_INLINE) && wr->opcode != IB_WR_RDMA_READ) {
+	if ((wr->send_flags & IB_SEND_INLINE) &&
+	    !srnic_wr_is_rd_atomic(wr->opcode)) {
 		/* Kernel "DMA addresses" are kernel virtual addresses. */
 		for (i = 0; i < wr->num_sge; i++) {
 			if (wr->sg_list[i].length > qp->max_inline - len)

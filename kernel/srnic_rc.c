@@ -321,9 +321,47 @@ static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
 }
 
 /*
+ * An atomic against a local destination: checked as the wire responder
+ * checks it (srnic_resp.c), executed by srnic_atomic_execute(), and the
+ * original value written into the requester's 8-byte SGE @local.
+ */
+static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
+					    const struct srnic_send_wqe *wqe,
+					    const struct srnic_sgl *local)
+{
+	struct srnic_dev *ddev = to_srnic_dev(dest->ibqp.device);
+	bool cmp_swap = wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
+	struct srnic_mr *mr;
+	u64 orig;
+	int err;
+
+	if (!(READ_ONCE(dest->attrs.access_flags) & IB_ACCESS_REMOTE_ATOMIC))
+		return IB_WC_REM_ACCESS_ERR;
+	if (!READ_ONCE(dest->attrs.max_dest_rd_atomic))
+		return IB_WC_REM_INV_REQ_ERR;
+	mr = srnic_mr_lookup(ddev, wqe->atomic.rkey, SRNIC_RKEY,
+			     to_srnic_pd(dest->ibqp.pd), IB_ACCESS_REMOTE_ATOMIC,
+			     wqe->atomic.remote_addr, SRNIC_ATOMIC_SIZE);
+	if (IS_ERR(mr))
+		return IB_WC_REM_ACCESS_ERR;
+	/* compare_add is the compare value, or the addend. */
+	err = srnic_atomic_execute(mr, wqe->atomic.remote_addr, cmp_swap,
+				   cmp_swap ? wqe->atomic.swap :
+					      wqe->atomic.compare_add,
+				   cmp_swap ? wqe->atomic.compare_add : 0,
+				   &orig);
+	srnic_mr_put(mr);
+	if (err)
+		return IB_WC_REM_INV_REQ_ERR;
+	srnic_sgl_scatter(local, 0, (const u8 *)&orig, sizeof(orig));
+	return IB_WC_SUCCESS;
+}
+
+/*
  * Execute one WQE against a local destination QP. @local holds the
  * requester's own side of the message (source for SEND/WRITE, target for
- * READ). Returns the requester's completion status in @status.
+ * READ, result for an atomic). Returns the requester's completion status
+ * in @status.
  */
 static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 					   const struct srnic_send_wqe *wqe,
@@ -373,6 +411,10 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 			break;
 		srnic_sgl_copy(local, remote);
 		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		*status = srnic_local_atomic(dest, wqe, local);
+		break;
 	default:
 		*status = IB_WC_REM_INV_REQ_ERR;
 		break;
@@ -403,6 +445,8 @@ bool srnic_wqe_opcode_supported(u8 opcode)
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 	case IB_WR_RDMA_READ:
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return true;
 	default:
 		return false;
@@ -416,6 +460,10 @@ bool srnic_wqe_opcode_supported(u8 opcode)
  * @sgl: its SGEs, resolved with the access the operation needs, or its
  *	 inline data
  *
+ * An atomic's result goes to exactly one SGE of SRNIC_ATOMIC_SIZE bytes
+ * (the provider refuses anything else with EINVAL; a ring scribbled on
+ * completes with a local error).
+ *
  * Return: IB_WC_SUCCESS or the local error to complete the WQE with.
  */
 enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
@@ -427,7 +475,7 @@ enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 	u32 room = qp->sq.ring.entry_size - sizeof(*wqe);
 
 	if (wqe->flags & SRNIC_WQE_INLINE) {
-		if (wqe->opcode == IB_WR_RDMA_READ ||
+		if (srnic_wr_is_rd_atomic(wqe->opcode) ||
 		    wqe->inline_len > min(room, qp->max_inline))
 			return IB_WC_LOC_QP_OP_ERR;
 		sgl->num = 0;
@@ -441,8 +489,11 @@ enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 	}
 	if (wqe->num_sge > qp->sq.max_sge)
 		return IB_WC_LOC_QP_OP_ERR;
+	if (srnic_wr_is_atomic(wqe->opcode) &&
+	    (wqe->num_sge != 1 || sge->length != SRNIC_ATOMIC_SIZE))
+		return IB_WC_LOC_LEN_ERR;
 	return srnic_sgl_get(sdev, to_srnic_pd(qp->ibqp.pd), sge, wqe->num_sge,
-			     wqe->opcode == IB_WR_RDMA_READ ?
+			     srnic_wr_is_rd_atomic(wqe->opcode) ?
 			     IB_ACCESS_LOCAL_WRITE : 0, sgl);
 }
 
@@ -462,7 +513,7 @@ void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
 		.wr_id = wqe->wr_id,
 		.status = status,
 		.opcode = srnic_wqe_wc_opcode(wqe->opcode),
-		.byte_len = wqe->opcode == IB_WR_RDMA_READ ? len : 0,
+		.byte_len = srnic_wr_is_rd_atomic(wqe->opcode) ? len : 0,
 		.qp_num = qp->ibqp.qp_num,
 	};
 
@@ -698,9 +749,24 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 		reth->dma_len = cpu_to_be32(txd->dma_len);
 		p += sizeof(*reth);
 	}
+	if (flags & SRNIC_HDR_ATMETH) {
+		const struct srnic_atomic_fields f = {
+			.va = txd->va,
+			.rkey = txd->rkey,
+			.swap_add = txd->swap_add,
+			.compare = txd->compare,
+		};
+
+		srnic_atmeth_put((struct srnic_atmeth *)p, &f);
+		p += sizeof(struct srnic_atmeth);
+	}
 	if (flags & SRNIC_HDR_AETH) {
 		((struct srnic_aeth *)p)->smsn = cpu_to_be32(txd->aeth);
 		p += sizeof(struct srnic_aeth);
+	}
+	if (flags & SRNIC_HDR_ATMACK) {
+		srnic_atmack_put((struct srnic_atmack *)p, txd->orig);
+		p += sizeof(struct srnic_atmack);
 	}
 	if (flags & SRNIC_HDR_IMMDT) {
 		((struct srnic_immdt *)p)->imm = txd->imm;

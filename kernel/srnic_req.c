@@ -4,13 +4,17 @@
  *
  * Runs in the QP's engine task, so its state needs no lock. Send WQEs are
  * taken from the SQ in order and given PSNs: one per packet of a SEND or
- * WRITE, one per expected response packet of a READ. The WQEs between the
+ * WRITE, one per expected response packet of a READ, one for an atomic
+ * (compare & swap, fetch & add), which is like a one-packet READ: it takes
+ * one of max_rd_atomic outstanding slots, and its ATOMIC_ACKNOWLEDGE
+ * carries the 8-byte original value into its one local SGE. The WQEs between the
  * SQ's consumer index and req.next_index are outstanding; req.send_index
  * and req.send_psn say which packet goes out next. Packets of up to
  * SRNIC_REQ_WINDOW PSNs beyond the oldest unacknowledged one are in
  * flight.
  *
- * Acknowledgements (ACK, READ responses) complete WQEs in order. A NAK for
+ * Acknowledgements (ACK, READ responses, ATOMIC_ACKNOWLEDGE) complete WQEs
+ * in order. A NAK for
  * a PSN sequence error, a gap in READ responses, a local ACK timeout or
  * the end of an RNR wait sends everything again from the first PSN not
  * acknowledged (go-back-N); the responder discards what it already has.
@@ -157,7 +161,7 @@ static bool srnic_req_may_take(struct srnic_qp *qp)
 	entry = srnic_queue_entry(&qp->sq.ring, req->next_index);
 	opcode = READ_ONCE(entry->opcode);
 	flags = READ_ONCE(entry->flags);
-	if (opcode == IB_WR_RDMA_READ &&
+	if (srnic_wr_is_rd_atomic(opcode) &&
 	    req->reads >= max_t(u8, qp->attrs.max_rd_atomic, 1))
 		return false;
 	return !(flags & SRNIC_WQE_FENCE) || !req->reads;
@@ -190,7 +194,7 @@ static bool srnic_req_take(struct srnic_qp *qp)
 		rw->last_psn = srnic_psn_add(rw->first_psn,
 					     srnic_req_npkts(qp, rw->len) - 1);
 		req->next_psn = srnic_psn_add(rw->last_psn, 1);
-		if (rw->opcode == IB_WR_RDMA_READ)
+		if (srnic_wr_is_rd_atomic(rw->opcode))
 			req->reads++;
 	}
 	req->next_index++;
@@ -208,6 +212,10 @@ static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
 
 	if (rw->opcode == IB_WR_RDMA_READ)
 		return SRNIC_OP_READ_REQUEST;
+	if (rw->opcode == IB_WR_ATOMIC_CMP_AND_SWP)
+		return SRNIC_OP_CMP_SWAP;
+	if (rw->opcode == IB_WR_ATOMIC_FETCH_AND_ADD)
+		return SRNIC_OP_FETCH_ADD;
 	if (rw->opcode == IB_WR_SEND || rw->opcode == IB_WR_SEND_WITH_IMM) {
 		if (first && last)
 			return imm ? SRNIC_OP_SEND_ONLY_IMM : SRNIC_OP_SEND_ONLY;
@@ -280,6 +288,16 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.dma_len = rw->len - offset;
 			txd.ack_req = true;
 			last = true;
+		} else if (srnic_wr_is_atomic(rw->opcode)) {
+			bool cmp_swap = rw->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
+
+			txd.va = wqe->atomic.remote_addr;
+			txd.rkey = wqe->atomic.rkey;
+			/* compare_add is the compare value, or the addend. */
+			txd.swap_add = cmp_swap ? wqe->atomic.swap :
+						  wqe->atomic.compare_add;
+			txd.compare = cmp_swap ? wqe->atomic.compare_add : 0;
+			txd.ack_req = true;
 		} else {
 			txd.sgl = &req->sgl;
 			txd.offset = offset;
@@ -360,7 +378,7 @@ static bool srnic_req_retire_head(struct srnic_qp *qp,
 		.wr_id = rw->wr_id,
 		.status = status,
 		.opcode = srnic_wqe_wc_opcode(rw->opcode),
-		.byte_len = rw->opcode == IB_WR_RDMA_READ ? rw->len : 0,
+		.byte_len = srnic_wr_is_rd_atomic(rw->opcode) ? rw->len : 0,
 		.qp_num = qp->ibqp.qp_num,
 	};
 	unsigned long flags;
@@ -377,7 +395,7 @@ static bool srnic_req_retire_head(struct srnic_qp *qp,
 	if (!retired)
 		return false;
 
-	if (rw->opcode == IB_WR_RDMA_READ && rw->status == IB_WC_SUCCESS)
+	if (srnic_wr_is_rd_atomic(rw->opcode) && rw->status == IB_WC_SUCCESS)
 		req->reads--;
 	if (req->read_sgl_index == index + 1) {
 		srnic_sgl_put(&req->read_sgl);
@@ -417,9 +435,10 @@ static void srnic_req_progress(struct srnic_qp *qp)
 
 /*
  * Everything up to and including @psn is acknowledged: complete the WQEs
- * it covers. A READ completes only with its last response; an ACK beyond
- * the responses a READ still expects means they were lost, and the READ
- * is sent again from there (once, until progress is made).
+ * it covers. A READ completes only with its last response, an atomic with
+ * its ATOMIC_ACKNOWLEDGE; an ACK beyond the responses a READ or atomic
+ * still expects means they were lost, and it is sent again from there
+ * (once, until progress is made).
  */
 static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
 {
@@ -433,8 +452,9 @@ static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
 
 		if (rw->status != IB_WC_SUCCESS)
 			break;
-		if (rw->opcode == IB_WR_RDMA_READ && !rw->read_done) {
-			expect = req->read_sgl_index == head + 1 ?
+		if (srnic_wr_is_rd_atomic(rw->opcode) && !rw->read_done) {
+			expect = rw->opcode == IB_WR_RDMA_READ &&
+				 req->read_sgl_index == head + 1 ?
 				 req->read_psn : rw->first_psn;
 			if (srnic_psn_cmp(psn, expect) >= 0) {
 				lost = true;
@@ -612,6 +632,67 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 	return true;
 }
 
+/*
+ * The ATOMIC_ACKNOWLEDGE of the oldest WQE, an atomic: its original value
+ * goes into the atomic's local SGE. Returns false when it answers no
+ * atomic outstanding (dropped).
+ */
+static bool srnic_req_atomic_response(struct srnic_qp *qp,
+				      struct sk_buff *skb,
+				      const struct srnic_pkt *pkt)
+{
+	const struct srnic_aeth *aeth =
+		(const struct srnic_aeth *)(skb->data + pkt->aeth);
+	u8 syndrome = FIELD_GET(SRNIC_AETH_SMSN_SYNDROME_MASK,
+				be32_to_cpu(aeth->smsn));
+	struct srnic_req *req = &qp->req;
+	struct srnic_req_wqe *rw;
+	enum ib_wc_status status;
+	u32 index;
+	u64 orig;
+
+	/* NAKs come as ACK packets; an ATOMIC_ACKNOWLEDGE is an ACK. */
+	if (FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK, syndrome) !=
+	    SRNIC_AETH_ACK)
+		return false;
+	/* It acknowledges every request before its atomic. */
+	srnic_req_ack(qp, srnic_psn_add(pkt->psn, SRNIC_PSN_MASK));
+	if (!srnic_req_outstanding(qp) || READ_ONCE(qp->state) == IB_QPS_ERR)
+		return false;
+	index = srnic_req_head(qp);
+	rw = srnic_req_wqe_at(qp, index);
+	if (!srnic_wr_is_atomic(rw->opcode) || rw->status != IB_WC_SUCCESS ||
+	    rw->read_done || pkt->psn != rw->first_psn)
+		return false;
+
+	/*
+	 * The local SGE again, from the WQE (untrusted, so checked again):
+	 * in read_sgl, free while an atomic is the oldest WQE.
+	 */
+	srnic_sgl_put(&req->read_sgl);
+	req->read_sgl_index = 0;
+	status = IB_WC_WR_FLUSH_ERR;
+	if (srnic_req_snapshot(qp, index))
+		status = srnic_req_local_sgl(qp, req->wqe, &req->read_sgl);
+	req->sgl_index = 0;	/* req.wqe was overwritten */
+	if (status == IB_WC_SUCCESS && req->read_sgl.len != rw->len) {
+		srnic_sgl_put(&req->read_sgl);
+		status = IB_WC_LOC_QP_OP_ERR;
+	}
+	if (status != IB_WC_SUCCESS) {
+		srnic_req_retire_head(qp, status);
+		return true;
+	}
+	/* The original value lands in host byte order, as verbs define it. */
+	orig = srnic_atmack_get((const struct srnic_atmack *)
+				(skb->data + pkt->atmack));
+	srnic_sgl_scatter(&req->read_sgl, 0, (const u8 *)&orig, sizeof(orig));
+	srnic_sgl_put(&req->read_sgl);
+	rw->read_done = true;
+	srnic_req_ack(qp, pkt->psn);
+	return true;
+}
+
 /**
  * srnic_req_rx_response() - a response packet for the QP's requester
  * @qp: the QP, called from its task
@@ -634,6 +715,9 @@ void srnic_req_rx_response(struct srnic_qp *qp, struct sk_buff *skb)
 
 	if (pkt->flags & SRNIC_OPF_READ) {
 		ok = srnic_req_read_response(qp, skb, pkt);
+	} else if (pkt->opcode == SRNIC_OPCODE(SRNIC_TRANSPORT_RC,
+					       SRNIC_OP_ATOMIC_ACK)) {
+		ok = srnic_req_atomic_response(qp, skb, pkt);
 	} else if (pkt->opcode == SRNIC_OPCODE(SRNIC_TRANSPORT_RC,
 					       SRNIC_OP_ACK)) {
 		const struct srnic_aeth *aeth =

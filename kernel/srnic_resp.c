@@ -9,7 +9,8 @@
  * error NAK (once until epsn arrives) and is dropped; one behind it is a
  * duplicate: SENDs and WRITEs are acknowledged again without being
  * executed again, READs are executed again from the PSN asked for (a READ
- * has no side effect). A SEND or WRITE with immediate data that finds the
+ * has no side effect), atomics are answered with the original value saved
+ * when they executed, never executed twice. A SEND or WRITE with immediate data that finds the
  * receive queue empty gets an RNR NAK with the QP's min_rnr_timer, before
  * any byte is written. Errors that IBTA makes fatal (invalid request,
  * remote access, remote operational error) are NAKed and move the QP to
@@ -19,6 +20,8 @@
  * one ACK of the last PSN executed goes out when the batch of received
  * packets ends, or before anything else the responder sends.
  */
+
+#include <linux/highmem.h>
 
 #include "srnic.h"
 #include "srnic_wire.h"
@@ -323,6 +326,146 @@ static enum srnic_resp_verdict srnic_resp_read(struct srnic_qp *qp,
 	return SRNIC_RESP_OK;
 }
 
+/*
+ * Every srnic atomic, on any device, engine or QP, runs under this lock, so
+ * they are atomic with respect to each other (IB_ATOMIC_HCA), as rxe's
+ * atomic_ops_lock makes its own. The CPU's own accesses to the memory are
+ * not ordered by it.
+ */
+static DEFINE_SPINLOCK(srnic_atomic_lock);
+
+/**
+ * srnic_atomic_execute() - compare & swap or fetch & add on 8 bytes of an MR
+ * @mr: the target MR, referenced, its R_Key, access and bounds checked for
+ *	SRNIC_ATOMIC_SIZE bytes at @iova
+ * @iova: the target address
+ * @cmp_swap: compare & swap (else fetch & add)
+ * @swap_add: the value swapped in, or added (modulo 2^64)
+ * @compare: the value compare & swap compares with
+ * @orig: set to the value the target held before
+ *
+ * Used by the wire responder and by local delivery. The value is a native
+ * 64-bit integer in the target's memory, as verbs define it.
+ *
+ * Return: 0, or -EINVAL if @iova is not 8-byte aligned, in the MR's
+ * address space or in its pages (invalid request); nothing is written then.
+ */
+int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
+			 u64 swap_add, u64 compare, u64 *orig)
+{
+	unsigned int offset;
+	struct page *page;
+	u64 *target, val;
+	void *va;
+
+	if (!IS_ALIGNED(iova, SRNIC_ATOMIC_SIZE))
+		return -EINVAL;
+	page = srnic_mr_iova_to_page(mr, iova, &offset);
+	if (!page || !IS_ALIGNED(offset, SRNIC_ATOMIC_SIZE))
+		return -EINVAL;
+
+	va = kmap_local_page(page);
+	target = va + offset;
+	spin_lock(&srnic_atomic_lock);
+	val = READ_ONCE(*target);
+	if (!cmp_swap)
+		WRITE_ONCE(*target, val + swap_add);
+	else if (val == compare)
+		WRITE_ONCE(*target, swap_add);
+	spin_unlock(&srnic_atomic_lock);
+	kunmap_local(va);
+	*orig = val;
+	return 0;
+}
+
+/* Answer an atomic request: AETH (ACK) and the original value. */
+static void srnic_resp_send_atomic_ack(struct srnic_qp *qp, u32 psn, u64 orig)
+{
+	struct srnic_txd txd = {
+		.opcode = SRNIC_OPCODE(SRNIC_TRANSPORT_RC, SRNIC_OP_ATOMIC_ACK),
+		.psn = psn,
+		.aeth = srnic_aeth(SRNIC_AETH_ACK, SRNIC_AETH_CREDITS_UNLIMITED,
+				   qp->resp.msn),
+		.orig = orig,
+	};
+
+	/* ACKs of earlier requests go out first. */
+	srnic_resp_flush_ack(qp);
+	srnic_rc_tx(qp, &txd);
+}
+
+/*
+ * A compare & swap or fetch & add (IBTA 9.4.5): checked like rxe checks
+ * it (QP access, a responder resource, R_Key and bounds, then alignment),
+ * executed once, its original value saved in the next responder resource
+ * slot for duplicates, and answered with an ATOMIC_ACKNOWLEDGE.
+ */
+static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
+						 struct sk_buff *skb,
+						 const struct srnic_pkt *pkt)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	struct srnic_resp *resp = &qp->resp;
+	u8 slots = READ_ONCE(qp->attrs.max_dest_rd_atomic);
+	struct srnic_atomic_replay *replay;
+	struct srnic_atomic_fields f;
+	struct srnic_mr *mr;
+	u64 orig;
+	int err;
+
+	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_ATOMIC))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
+					IB_WC_REM_ACCESS_ERR);
+	/* No responder resource to remember it by. */
+	if (!slots)
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
+	srnic_atmeth_get((const struct srnic_atmeth *)(skb->data + pkt->atmeth),
+			 &f);
+	mr = srnic_mr_lookup(sdev, f.rkey, SRNIC_RKEY, to_srnic_pd(qp->ibqp.pd),
+			     IB_ACCESS_REMOTE_ATOMIC, f.va, SRNIC_ATOMIC_SIZE);
+	if (IS_ERR(mr))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
+					IB_WC_REM_ACCESS_ERR);
+	err = srnic_atomic_execute(mr, f.va,
+				   pkt->opcode == SRNIC_OPCODE(SRNIC_TRANSPORT_RC,
+							       SRNIC_OP_CMP_SWAP),
+				   f.swap_add, f.compare, &orig);
+	srnic_mr_put(mr);
+	if (err)
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
+
+	replay = &resp->atomics[resp->atomic_next % slots];
+	resp->atomic_next = (resp->atomic_next + 1) % slots;
+	*replay = (struct srnic_atomic_replay) {
+		.orig = orig, .psn = pkt->psn, .valid = true,
+	};
+	resp->msn++;
+	srnic_resp_send_atomic_ack(qp, pkt->psn, orig);
+	return SRNIC_RESP_OK;
+}
+
+/* A duplicate atomic: its saved result, if a resource still holds it. */
+static void srnic_resp_atomic_duplicate(struct srnic_qp *qp,
+					const struct srnic_pkt *pkt)
+{
+	struct srnic_resp *resp = &qp->resp;
+	unsigned int i;
+
+	for (i = 0; i < SRNIC_MAX_RD_ATOMIC; i++) {
+		const struct srnic_atomic_replay *replay = &resp->atomics[i];
+
+		if (replay->valid && replay->psn == pkt->psn) {
+			srnic_resp_send_atomic_ack(qp, pkt->psn, replay->orig);
+			return;
+		}
+	}
+	/* Too old to be asked for again (class D): dropped. */
+	srnic_count(to_srnic_dev(qp->ibqp.device),
+		    SRNIC_CNT_RX_DROP_UNEXPECTED);
+}
+
 /* Is @pkt a valid next packet given the message being received? */
 static bool srnic_resp_sequence_ok(struct srnic_qp *qp,
 				   const struct srnic_pkt *pkt)
@@ -350,10 +493,12 @@ static enum srnic_resp_verdict srnic_resp_execute(struct srnic_qp *qp,
 	    (!(pkt->flags & SRNIC_OPF_LAST) && !pkt->payload_len))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
-	/* Memory windows and atomics come with their own support. */
-	if (pkt->ieth || (pkt->flags & SRNIC_OPF_ATOMIC))
+	/* Memory windows and ATOMIC_WRITE come with their own support. */
+	if (pkt->ieth || ((pkt->flags & SRNIC_OPF_ATOMIC) && !pkt->atmeth))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
+	if (pkt->atmeth)
+		return srnic_resp_atomic(qp, skb, pkt);
 	if (pkt->flags & SRNIC_OPF_SEND)
 		return srnic_resp_send(qp, skb, pkt);
 	if (pkt->flags & SRNIC_OPF_WRITE)
@@ -370,19 +515,26 @@ static void srnic_resp_duplicate(struct srnic_qp *qp, struct sk_buff *skb,
 		srnic_resp_start_read(qp, skb, pkt);
 		return;
 	}
+	if (pkt->atmeth) {
+		srnic_resp_atomic_duplicate(qp, pkt);
+		return;
+	}
 	qp->resp.ack_pending = true;
 }
 
 /**
- * srnic_resp_went_back() - did the requester go back to an earlier READ?
+ * srnic_resp_went_back() - did the requester go back to an earlier READ
+ * or atomic?
  * @qp: the QP, from its task
  *
- * A READ request behind epsn in the receive queue means the requester
- * missed responses and asks again from there (go-back-N); it will send
- * everything after that PSN again too. READ responses in progress and the
- * requests queued before the duplicate are then wasted work that would
- * delay the answer past the requester's ACK timeout: drop them, so the
- * duplicate is served next.
+ * A READ or atomic request behind epsn in the receive queue means the
+ * requester missed responses and asks again from there (go-back-N); it
+ * will send everything after that PSN again too. READ responses in
+ * progress and the requests queued before the duplicate are then wasted
+ * work that would delay the answer past the requester's ACK timeout: drop
+ * them, so the duplicate is served next. (A duplicate atomic must not be
+ * among the dropped: only its ATOMIC_ACKNOWLEDGE completes it, so it is
+ * where the walk stops too.)
  *
  * Return: true if something was dropped.
  */
@@ -399,7 +551,7 @@ bool srnic_resp_went_back(struct srnic_qp *qp)
 	skb_queue_walk(q, skb) {
 		const struct srnic_pkt *pkt = srnic_skb_pkt(skb);
 
-		if ((pkt->flags & SRNIC_OPF_READ) &&
+		if (((pkt->flags & SRNIC_OPF_READ) || pkt->atmeth) &&
 		    (pkt->flags & SRNIC_OPF_REQUEST) &&
 		    srnic_psn_cmp(pkt->psn, resp->epsn) < 0) {
 			dup = skb;
@@ -466,7 +618,8 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 		resp->nak_seq_sent = false;
 		if (!(pkt->flags & SRNIC_OPF_READ)) {
 			resp->epsn = srnic_psn_add(resp->epsn, 1);
-			if (pkt->ack_req)
+			/* An atomic was answered by its ATOMIC_ACKNOWLEDGE. */
+			if (pkt->ack_req && !pkt->atmeth)
 				resp->ack_pending = true;
 		}
 		break;
@@ -551,6 +704,11 @@ void srnic_resp_reset(struct srnic_qp *qp)
 	resp->have_rwqe = false;
 	resp->ack_pending = false;
 	resp->nak_seq_sent = false;
+	/* A new connection starts with no atomic to replay. */
+	if (resp->atomics)
+		memset(resp->atomics, 0,
+		       SRNIC_MAX_RD_ATOMIC * sizeof(*resp->atomics));
+	resp->atomic_next = 0;
 }
 
 /**
@@ -560,7 +718,9 @@ void srnic_resp_reset(struct srnic_qp *qp)
 int srnic_resp_init(struct srnic_qp *qp)
 {
 	qp->resp.rwqe = kmalloc(SRNIC_MAX_RQ_ENTRY_SIZE, GFP_KERNEL);
-	return qp->resp.rwqe ? 0 : -ENOMEM;
+	qp->resp.atomics = kcalloc(SRNIC_MAX_RD_ATOMIC,
+				   sizeof(*qp->resp.atomics), GFP_KERNEL);
+	return qp->resp.rwqe && qp->resp.atomics ? 0 : -ENOMEM;
 }
 
 /**
@@ -572,4 +732,6 @@ void srnic_resp_cleanup(struct srnic_qp *qp)
 	srnic_resp_reset(qp);
 	kfree(qp->resp.rwqe);
 	qp->resp.rwqe = NULL;
+	kfree(qp->resp.atomics);
+	qp->resp.atomics = NULL;
 }

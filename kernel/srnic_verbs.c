@@ -50,7 +50,13 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->max_res_rd_atom = SRNIC_MAX_QP * SRNIC_MAX_RD_ATOMIC;
 	attr->max_pkeys = SRNIC_PKEY_TABLE_LEN;
 	attr->local_ca_ack_delay = 15;
-	attr->atomic_cap = IB_ATOMIC_NONE;
+	/*
+	 * Compare & swap and fetch & add, atomic with respect to each other
+	 * (one lock for all srnic atomics), not to the CPU's accesses.
+	 * Masked atomics are not implemented.
+	 */
+	attr->atomic_cap = IB_ATOMIC_HCA;
+	attr->masked_atomic_cap = IB_ATOMIC_NONE;
 	/* `rdma link delete` may remove the device it created. */
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	/*

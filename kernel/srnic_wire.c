@@ -245,6 +245,53 @@ enum srnic_parse_error srnic_parse_transport(const u8 *buf, size_t len,
 }
 
 /**
+ * srnic_atmeth_get() - decode an AtomicETH (CMP_SWAP, FETCH_ADD requests)
+ * @h: the header, inside a packet srnic_parse_transport() accepted
+ * @f: its fields in host byte order
+ */
+void srnic_atmeth_get(const struct srnic_atmeth *h,
+		      struct srnic_atomic_fields *f)
+{
+	f->va = be64_to_cpu(h->va);
+	f->rkey = be32_to_cpu(h->rkey);
+	f->swap_add = be64_to_cpu(h->swap_add);
+	f->compare = be64_to_cpu(h->compare);
+}
+
+/**
+ * srnic_atmeth_put() - encode an AtomicETH
+ * @h: where it goes in the packet being built
+ * @f: its fields in host byte order
+ */
+void srnic_atmeth_put(struct srnic_atmeth *h,
+		      const struct srnic_atomic_fields *f)
+{
+	h->va = cpu_to_be64(f->va);
+	h->rkey = cpu_to_be32(f->rkey);
+	h->swap_add = cpu_to_be64(f->swap_add);
+	h->compare = cpu_to_be64(f->compare);
+}
+
+/**
+ * srnic_atmack_get() - the original value an AtomicAckETH carries
+ * @h: the header, inside an accepted ATOMIC_ACKNOWLEDGE
+ */
+u64 srnic_atmack_get(const struct srnic_atmack *h)
+{
+	return be64_to_cpu(h->orig);
+}
+
+/**
+ * srnic_atmack_put() - encode an AtomicAckETH
+ * @h: where it goes in the ATOMIC_ACKNOWLEDGE being built
+ * @orig: the value the target held before the atomic operation
+ */
+void srnic_atmack_put(struct srnic_atmack *h, u64 orig)
+{
+	h->orig = cpu_to_be64(orig);
+}
+
+/**
  * srnic_icrc_headers() - start the invariant CRC of a RoCEv2 packet
  * @l3: the IP header (IPv4 without options, or IPv6), followed by UDP
  * @ipv6: whether @l3 is IPv6

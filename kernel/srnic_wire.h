@@ -248,6 +248,29 @@ enum srnic_parse_error {
 enum srnic_parse_error srnic_parse_transport(const u8 *bth, size_t len,
 					     struct srnic_pkt *pkt);
 
+/* ---- Atomic headers ------------------------------------------------- */
+
+/**
+ * struct srnic_atomic_fields - an AtomicETH in host byte order
+ * @va: remote address (8-byte aligned in a valid request)
+ * @rkey: R_Key of the remote MR
+ * @swap_add: the value to swap in (compare & swap) or to add (fetch & add)
+ * @compare: the value compared (compare & swap; 0 in fetch & add)
+ */
+struct srnic_atomic_fields {
+	u64 va;
+	u32 rkey;
+	u64 swap_add;
+	u64 compare;
+};
+
+void srnic_atmeth_get(const struct srnic_atmeth *h,
+		      struct srnic_atomic_fields *f);
+void srnic_atmeth_put(struct srnic_atmeth *h,
+		      const struct srnic_atomic_fields *f);
+u64 srnic_atmack_get(const struct srnic_atmack *h);
+void srnic_atmack_put(struct srnic_atmack *h, u64 orig);
+
 /* ---- Invariant CRC -------------------------------------------------- */
 
 /* Bytes of IP + UDP header the ICRC covers: IPv4 without options, IPv6. */

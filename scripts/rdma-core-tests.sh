@@ -18,7 +18,7 @@ cd "$REPO"
 modules=("$@")
 # Default: the modules tests/test_rdma_core.py holds to no failure.
 [ ${#modules[@]} -gt 0 ] ||
-	modules=(test_device test_pd test_mr test_cq test_cq_events test_qp test_addr)
+	modules=(test_device test_pd test_mr test_cq test_cq_events test_qp test_addr test_atomic test_qpex)
 
 if [ -z "${SRNIC_VM:-}" ]; then
 	rm -rf build/rdma-tests

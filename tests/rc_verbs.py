@@ -8,6 +8,7 @@ vectors. Every wait is bounded (WC_TIMEOUT seconds, SRNIC_TEST_WC_TIMEOUT
 in the environment), so a data path that does not move fails a test
 instead of hanging the suite.
 """
+import copy
 import os
 import select
 import time
@@ -169,6 +170,13 @@ class Side:
                     f"{self.state()}, expected {state} after {timeout}s")
             time.sleep(0.01)
 
+    def with_new_qp(self):
+        """A copy of this side with another RC QP on the same context,
+        PD and CQ (so it reaches the same MRs)."""
+        side = copy.copy(self)
+        side.qp = QP(self.pd, self.init_attr)
+        return side
+
     def close(self):
         self.ctx.close()
 
@@ -179,15 +187,27 @@ def wc_text(wc):
 
 
 class RCPair:
-    """Side a and side b, RC QPs connected to each other."""
+    """Side a and side b, RC QPs connected to each other. qp_access is
+    the remote access both QPs grant (set at INIT)."""
 
-    def __init__(self, topo, a_kw=None, b_kw=None, **kw):
+    def __init__(self, topo, a_kw=None, b_kw=None, qp_access=ACCESS_ALL,
+                 **kw):
         self.topo = topo
+        self.qp_access = qp_access
         self.a = Side(topo.a, **{**kw, **(a_kw or {})})
         self.b = Side(topo.b, **{**kw, **(b_kw or {})})
         self.mtu = min(self.a.port_attr.active_mtu,
                        self.b.port_attr.active_mtu)
         self.psn = {self.a: 0x10203, self.b: 0xabcde}
+
+    def sibling(self):
+        """Another pair of RC QPs between the same two sides (contexts,
+        PDs and CQs shared), not connected yet. Closing this pair closes
+        both."""
+        p = copy.copy(self)
+        p.a, p.b = self.a.with_new_qp(), self.b.with_new_qp()
+        p.psn = {p.a: 0x30405, p.b: 0xfedcb}
+        return p
 
     def sides(self):
         return (self.a, self.b)
@@ -202,7 +222,7 @@ class RCPair:
         if state == INIT:
             a.pkey_index = 0
             a.port_num = 1
-            a.qp_access_flags = ACCESS_ALL
+            a.qp_access_flags = self.qp_access
             mask = INIT_MASK
         elif state == RTR:
             gr = GlobalRoute(dgid=GID(peer.end.gid),
@@ -232,8 +252,10 @@ class RCPair:
                 f"{side.end.name}: modify QP {side.qp.qp_num} to {name} "
                 f"(peer {peer.end.name} {peer.end.addr}): {ex}") from ex
 
-    def connect(self, rnr_retry=7, min_rnr_timer=1, a_rnr_retry=None):
-        """Both QPs to RTS. a_rnr_retry overrides side a's rnr_retry."""
+    def connect(self, rnr_retry=7, min_rnr_timer=1, a_rnr_retry=None,
+                timeout=14):
+        """Both QPs to RTS. a_rnr_retry overrides side a's rnr_retry;
+        timeout is the local ACK timeout exponent."""
         for side in self.sides():
             self.move(side, INIT)
         for side in self.sides():
@@ -242,7 +264,7 @@ class RCPair:
             rr = rnr_retry
             if side is self.a and a_rnr_retry is not None:
                 rr = a_rnr_retry
-            self.move(side, RTS, rnr_retry=rr)
+            self.move(side, RTS, rnr_retry=rr, timeout=timeout)
 
     def close(self):
         for side in self.sides():

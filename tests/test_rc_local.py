@@ -6,7 +6,6 @@ tools (ibv_rc_pingpong -c, perftest) run too.
 """
 import random
 import subprocess
-import time
 
 import pytest
 
@@ -266,6 +265,17 @@ def test_rnr_waits_for_a_late_receive(pair):
     assert b.poll()[0].wr_id == 3
 
 
+def pingpong_listening(port=18515):
+    """Whether a TCP socket listens on port (ibv_rc_pingpong's default)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    return True
+    return False
+
+
 @pytest.mark.parametrize("size", [1, 4096, 65536, 1048576])
 def test_ibv_rc_pingpong_checks_data(srnic, veth, size):
     (_, ga), (_, gb) = make_devices(veth, two=True)
@@ -274,7 +284,10 @@ def test_ibv_rc_pingpong_checks_data(srnic, veth, size):
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True)
     try:
-        time.sleep(1)
+        # Not a fixed sleep: on a loaded host the server takes seconds to
+        # open the device and listen (the client then cannot connect).
+        wait_for(lambda: pingpong_listening() or server.poll() is not None,
+                 timeout=30, what="ibv_rc_pingpong server to listen")
         client = run("ibv_rc_pingpong", "-d", "srnic1", "-g", str(gb), "-s",
                      str(size), "-n", "20", "-c", "127.0.0.1", timeout=60)
         assert "20 iters" in client.stdout

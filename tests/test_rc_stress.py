@@ -4,12 +4,15 @@ a veth pair, with srnic's fault injection (debugfs, kernel/srnic_fault.c)
 dropping, reordering, duplicating and corrupting packets on both ends.
 
 A seeded stream of SEND, SEND with immediate, RDMA WRITE, WRITE with
-immediate and RDMA READ of 0 B to 1 MiB runs at each loss level. Every
-message must arrive exactly once, in order, with the right bytes: receive
-completions are matched one by one, in order, against the SENDs and
-WRITEs with immediate posted (byte count, immediate value, payload);
-WRITE targets and READ results are compared with their sources when the
-requester's completion arrives. Any error completion fails the run. The
+immediate and RDMA READ of 0 B to 1 MiB, compare & swap and fetch & add
+runs at each loss level. Every message must arrive exactly once, in order,
+with the right bytes: receive completions are matched one by one, in
+order, against the SENDs and WRITEs with immediate posted (byte count,
+immediate value, payload); WRITE targets and READ results are compared
+with their sources when the requester's completion arrives; each atomic
+must return the value its predecessors left in a counter on side b, and
+the counter must end at the value the stream's atomics give it (a
+duplicate executed twice, or an atomic lost, would show). Any error completion fails the run. The
 devices' counters must show that faults were injected and that the
 protocol recovered (retransmissions), so a run without faults cannot pass.
 
@@ -32,8 +35,10 @@ import pyverbs.enums as e  # noqa: E402
 
 import harness  # noqa: E402
 import topology as topo_mod  # noqa: E402
-from rc_verbs import (INIT, RTR, RTS, RCPair, close_all,  # noqa: E402
-                      recv_wr, send_wr, sge, status_name, wc_text)
+from pyverbs.wr import SGE, SendWR  # noqa: E402
+
+from rc_verbs import (ACCESS_ALL, INIT, RTR, RTS, RCPair,  # noqa: E402
+                      close_all, recv_wr, send_wr, sge, status_name, wc_text)
 
 if topo_mod.KIND != "srnic":
     pytest.skip("fault injection is srnic's", allow_module_level=True)
@@ -55,7 +60,11 @@ SRC_SIZE = 2 * MiB
 PROGRESS_TIMEOUT = 120       # seconds without any completion: fail
 
 OPS = [e.IBV_WR_SEND, e.IBV_WR_SEND_WITH_IMM, e.IBV_WR_RDMA_WRITE,
-       e.IBV_WR_RDMA_WRITE_WITH_IMM, e.IBV_WR_RDMA_READ]
+       e.IBV_WR_RDMA_WRITE_WITH_IMM, e.IBV_WR_RDMA_READ,
+       e.IBV_WR_ATOMIC_CMP_AND_SWP, e.IBV_WR_ATOMIC_FETCH_AND_ADD]
+ATOMIC_OPS = (e.IBV_WR_ATOMIC_CMP_AND_SWP, e.IBV_WR_ATOMIC_FETCH_AND_ADD)
+ACCESS = ACCESS_ALL | e.IBV_ACCESS_REMOTE_ATOMIC
+U64 = (1 << 64) - 1
 RECV_OPS = (e.IBV_WR_SEND, e.IBV_WR_SEND_WITH_IMM,
             e.IBV_WR_RDMA_WRITE_WITH_IMM)
 # The error completions RC may end with under loss (then the QP is in
@@ -127,9 +136,14 @@ class Stream:
         self.wdst = b.mr(WINDOW * WRITE_SLOT)   # WRITE targets
         self.rdst = a.mr(WINDOW * WRITE_SLOT)   # READ targets
         self.rbuf = b.mr(RQ_DEPTH * RECV_SLOT)  # receive slots
+        self.counter = b.mr(8, ACCESS)      # atomic target
+        self.counter.write(bytes(8), 8, 0)
+        self.value = 0              # the counter after the atomics posted
         self.posted_recvs = 0
         self.expect_recv = []       # (seq, opcode, src offset, size)
-        self.inflight = {}          # wr_id -> (seq, op, off, size, slot)
+        # wr_id -> (op, src offset or an atomic's expected result, size,
+        # slot)
+        self.inflight = {}
         self.free_slots = list(range(WINDOW))
         self.stats = {op: 0 for op in OPS}
         self.failed = None          # wr_id of a WR completed with GIVE_UP
@@ -162,7 +176,28 @@ class Stream:
         off = self.rng.randrange(0, SRC_SIZE - size + 1)
         slot = self.free_slots.pop()
         imm = seq & 0xffffffff
-        if op == e.IBV_WR_RDMA_READ:
+        if op in ATOMIC_OPS:
+            # The result lands in the slot; the counter changes as the
+            # responder applies the atomics, in posting order.
+            off, size = self.value, 8
+            operand = self.rng.randrange(1 << 64)
+            wr = SendWR(wr_id=seq, opcode=op, num_sge=1,
+                        sg=[SGE(self.rdst.buf + slot * WRITE_SLOT, 8,
+                                self.rdst.lkey)],
+                        send_flags=e.IBV_SEND_SIGNALED)
+            if op == e.IBV_WR_ATOMIC_FETCH_AND_ADD:
+                wr.set_wr_atomic(rkey=self.counter.rkey,
+                                 addr=self.counter.buf, compare_add=operand)
+                self.value = (self.value + operand) & U64
+            else:
+                compare = self.value if self.rng.random() < 0.5 \
+                    else self.value ^ 1
+                wr.set_wr_atomic(rkey=self.counter.rkey,
+                                 addr=self.counter.buf, compare_add=compare,
+                                 swap=operand)
+                if compare == self.value:
+                    self.value = operand
+        elif op == e.IBV_WR_RDMA_READ:
             sgl = [sge(self.rdst, slot * WRITE_SLOT, size)] if size else []
             wr = send_wr(seq, op, sgl, remote=(self.rsrc, off))
         else:
@@ -193,7 +228,13 @@ class Stream:
         assert wc.status == e.IBV_WC_SUCCESS, \
             f"requester: {wc_text(wc)} ({status_name(wc.status)})"
         op, off, size, slot = self.inflight.pop(wc.wr_id)
-        if op == e.IBV_WR_RDMA_READ:
+        if op in ATOMIC_OPS:
+            got = int.from_bytes(self.rdst.read(8, slot * WRITE_SLOT),
+                                 "little")
+            assert got == off, \
+                f"atomic {wc.wr_id}: original {got:#x}, expected {off:#x}"
+            assert wc.byte_len == 8
+        elif op == e.IBV_WR_RDMA_READ:
             got = self.rdst.read(size, slot * WRITE_SLOT) if size else b""
             assert got == self.rsrc_bytes[off:off + size], \
                 f"READ {wc.wr_id} of {size} B at {off}: data differs"
@@ -265,6 +306,10 @@ class Stream:
             # ACKs were lost; nothing is delivered twice.
             for wc in b.drain(settle=0.5):
                 self.check_recv_wc(wc)
+        else:
+            got = int.from_bytes(self.counter.read(8, 0), "little")
+            assert got == self.value, \
+                f"counter {got:#x}, expected {self.value:#x}"
         return ok
 
 
@@ -282,7 +327,7 @@ def test_stream_under_faults(wire, loss, share, max_rdma):
     try:
         while delivered < count:
             pair = RCPair(wire, max_send_wr=WINDOW, max_recv_wr=RQ_DEPTH,
-                          cq_depth=4 * RQ_DEPTH)
+                          cq_depth=4 * RQ_DEPTH, qp_access=ACCESS)
             for state in (INIT, RTR, RTS):
                 for side in pair.sides():
                     pair.move(side, state, timeout=ACK_TIMEOUT,

@@ -71,6 +71,7 @@ inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> rc_send_opcode_supported =
 	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = true;
 	ok[IBV_WR_RDMA_WRITE] = ok[IBV_WR_RDMA_WRITE_WITH_IMM] = true;
 	ok[IBV_WR_RDMA_READ] = true;
+	ok[IBV_WR_ATOMIC_CMP_AND_SWP] = ok[IBV_WR_ATOMIC_FETCH_AND_ADD] = true;
 	return ok;
 }();
 
@@ -81,13 +82,25 @@ inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> ud_send_opcode_supported =
 	return ok;
 }();
 
+// Bytes of a compare & swap or fetch & add: its one SGE receives the
+// remote original value.
+inline constexpr uint32_t atomic_size = 8;
+
+[[nodiscard]] constexpr bool is_atomic(unsigned int opcode) noexcept
+{
+	return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 [[nodiscard]] constexpr bool send_state_ok(ibv_qp_state s) noexcept
 {
 	return s != IBV_QPS_RESET && s != IBV_QPS_INIT && s != IBV_QPS_RTR;
 }
 
 // Fill one SQ slot from wr. Returns 0 or EINVAL; the slot may be scribbled
-// on either way (it is published only after a 0).
+// on either way (it is published only after a 0). An atomic needs exactly
+// one SGE of 8 bytes (its result); IBV_SEND_INLINE is ignored for READs and
+// atomics, whose SGEs are written to. A misaligned remote address is the
+// responder's to refuse (IBV_WC_REM_INV_REQ_ERR), as IBTA has it.
 inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) noexcept
 {
 	// The caller's bits, not an enum load: any value may arrive here.
@@ -99,6 +112,8 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 	if (opcode >= supported.size() || !supported[opcode] || wr.num_sge < 0)
 		return EINVAL;
 	if (ud && !wr.wr.ud.ah)
+		return EINVAL;
+	if (is_atomic(opcode) && (wr.num_sge != 1 || wr.sg_list[0].length != atomic_size))
 		return EINVAL;
 
 	auto *wqe = reinterpret_cast<srnic_send_wqe *>(slot);
@@ -118,12 +133,18 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 		wqe->ud.ah_handle = to_srnic_ah(wr.wr.ud.ah)->ah_num;
 		wqe->ud.remote_qpn = wr.wr.ud.remote_qpn;
 		wqe->ud.remote_qkey = wr.wr.ud.remote_qkey;
+	} else if (is_atomic(opcode)) {
+		wqe->atomic.remote_addr = wr.wr.atomic.remote_addr;
+		wqe->atomic.compare_add = wr.wr.atomic.compare_add;
+		wqe->atomic.swap = wr.wr.atomic.swap;
+		wqe->atomic.rkey = wr.wr.atomic.rkey;
 	} else if (opcode != IBV_WR_SEND && opcode != IBV_WR_SEND_WITH_IMM) {
 		wqe->rdma.remote_addr = wr.wr.rdma.remote_addr;
 		wqe->rdma.rkey = wr.wr.rdma.rkey;
 	}
 
-	if ((wr.send_flags & IBV_SEND_INLINE) && opcode != IBV_WR_RDMA_READ) {
+	if ((wr.send_flags & IBV_SEND_INLINE) && opcode != IBV_WR_RDMA_READ &&
+	    !is_atomic(opcode)) {
 		uint32_t len = 0;
 		for (int i = 0; i < wr.num_sge; ++i) {
 			const ibv_sge &sge = wr.sg_list[i];

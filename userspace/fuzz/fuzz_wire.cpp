@@ -16,7 +16,9 @@
 //  - the ICRC over the packet behind a plausible IPv4 and IPv6 + UDP header
 //    (made from input bytes) equals an independent bitwise CRC-32 over the
 //    masked headers, whether the payload comes in one piece or two (skb
-//    fragments).
+//    fragments);
+//  - the AtomicETH and AtomicAckETH helpers decode the wire bytes and
+//    encode them back unchanged.
 //
 //   make fuzz                       # build/fuzz/fuzz_wire, 60 s on the corpus
 //   make fuzz FUZZ_SECONDS=3600     # longer
@@ -115,12 +117,28 @@ void read_headers(const uint8_t *lin, const srnic_pkt &pkt)
 	if (pkt.aeth)
 		acc += be32_to_cpu(reinterpret_cast<const srnic_aeth *>(lin + pkt.aeth)->smsn);
 	if (pkt.atmeth) {
+		// The responder decodes with srnic_atmeth_get(), the requester
+		// encodes with srnic_atmeth_put(): they must round-trip the bytes.
 		auto *h = reinterpret_cast<const srnic_atmeth *>(lin + pkt.atmeth);
-		acc += be64_to_cpu(h->va) + be32_to_cpu(h->rkey) + be64_to_cpu(h->swap_add) +
-		       be64_to_cpu(h->compare);
+		srnic_atomic_fields f;
+		srnic_atmeth_get(h, &f);
+		CHECK(f.va == be64_to_cpu(h->va) && f.rkey == be32_to_cpu(h->rkey) &&
+		      f.swap_add == be64_to_cpu(h->swap_add) &&
+		      f.compare == be64_to_cpu(h->compare));
+		srnic_atmeth copy;
+		srnic_atmeth_put(&copy, &f);
+		CHECK(memcmp(&copy, h, sizeof(copy)) == 0);
+		acc += f.va + f.rkey + f.swap_add + f.compare;
 	}
-	if (pkt.atmack)
-		acc += be64_to_cpu(reinterpret_cast<const srnic_atmack *>(lin + pkt.atmack)->orig);
+	if (pkt.atmack) {
+		auto *h = reinterpret_cast<const srnic_atmack *>(lin + pkt.atmack);
+		uint64_t orig = srnic_atmack_get(h);
+		CHECK(orig == be64_to_cpu(h->orig));
+		srnic_atmack copy;
+		srnic_atmack_put(&copy, orig);
+		CHECK(memcmp(&copy, h, sizeof(copy)) == 0);
+		acc += orig;
+	}
 	if (pkt.immdt)
 		acc += be32_to_cpu(reinterpret_cast<const srnic_immdt *>(lin + pkt.immdt)->imm);
 	if (pkt.ieth)

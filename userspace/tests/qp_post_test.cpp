@@ -138,7 +138,7 @@ TEST_F(QpPostTest, SendChecks)
 	EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL);
 
 	wr.send_flags = 0;
-	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.opcode = IBV_WR_LOCAL_INV; // not implemented
 	EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL);
 	const unsigned bogus = 200; // not an ibv_wr_opcode: set its bits
 	std::memcpy(&wr.opcode, &bogus, sizeof(bogus));
@@ -212,6 +212,81 @@ TEST_F(QpPostTest, UdSendChecks)
 	wr.wr.ud.ah = nullptr;
 	EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL);
 	EXPECT_EQ(load_acquire(sq_mem_.ctrl().producer), 0u) << "nothing published";
+}
+
+TEST_F(QpPostTest, AtomicsFillTheAtomicUnion)
+{
+	ibv_sge sge = {0x3000, 8, 11};
+	ibv_send_wr wr[2] = {};
+	wr[0].wr_id = 5;
+	wr[0].opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr[0].send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
+	wr[0].sg_list = &sge;
+	wr[0].num_sge = 1;
+	wr[0].wr.atomic.remote_addr = 0x7f0000001008;
+	wr[0].wr.atomic.compare_add = 0x1111222233334444;
+	wr[0].wr.atomic.swap = 0x5555666677778888;
+	wr[0].wr.atomic.rkey = 0x1234;
+	wr[0].next = &wr[1];
+	wr[1] = wr[0];
+	wr[1].wr_id = 6;
+	wr[1].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr[1].send_flags = IBV_SEND_INLINE; // ignored: the SGE is written to
+	wr[1].wr.atomic.compare_add = 3;
+	wr[1].wr.atomic.swap = 0;
+	wr[1].next = nullptr;
+	ibv_send_wr *bad = nullptr;
+
+	ASSERT_EQ(post_send(ibqp(), wr, &bad), 0);
+	EXPECT_EQ(load_acquire(sq_mem_.ctrl().producer), 2u);
+	for (uint32_t i = 0; i < 2; i++) {
+		const srnic_send_wqe &wqe = sq_wqe(i);
+		EXPECT_EQ(wqe.wr_id, wr[i].wr_id);
+		EXPECT_EQ(wqe.opcode, wr[i].opcode);
+		EXPECT_EQ(wqe.atomic.remote_addr, 0x7f0000001008u);
+		EXPECT_EQ(wqe.atomic.compare_add, wr[i].wr.atomic.compare_add);
+		EXPECT_EQ(wqe.atomic.swap, wr[i].wr.atomic.swap);
+		EXPECT_EQ(wqe.atomic.rkey, 0x1234u);
+		EXPECT_EQ(wqe.num_sge, 1);
+		EXPECT_EQ(wqe.inline_len, 0u);
+		const auto *wsge = reinterpret_cast<const srnic_sge *>(&wqe + 1);
+		EXPECT_EQ(wsge[0].addr, 0x3000u);
+		EXPECT_EQ(wsge[0].length, 8u);
+		EXPECT_EQ(wsge[0].lkey, 11u);
+	}
+	EXPECT_EQ(sq_wqe(0).flags, SRNIC_WQE_SIGNALED | SRNIC_WQE_FENCE);
+	EXPECT_EQ(sq_wqe(1).flags, 0) << "no inline flag on an atomic";
+}
+
+TEST_F(QpPostTest, AtomicNeedsOneEightByteSge)
+{
+	ibv_sge sge[2] = {{0x3000, 8, 11}, {0x4000, 8, 11}};
+	ibv_send_wr wr = {};
+	wr.sg_list = sge;
+	wr.wr.atomic.remote_addr = 0x7f0000001000;
+	ibv_send_wr *bad = nullptr;
+
+	for (ibv_wr_opcode op : {IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD}) {
+		wr.opcode = op;
+		wr.num_sge = 0;
+		EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL);
+		wr.num_sge = 2; // 16 bytes over two SGEs
+		EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL);
+		wr.num_sge = 1;
+		for (uint32_t len : {0u, 4u, 7u, 9u, 16u}) {
+			sge[0].length = len;
+			bad = nullptr;
+			EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL) << len;
+			EXPECT_EQ(bad, &wr);
+		}
+		sge[0].length = 8;
+	}
+	EXPECT_EQ(load_acquire(sq_mem_.ctrl().producer), 0u) << "nothing published";
+
+	// A misaligned remote address is posted: the responder refuses it.
+	wr.wr.atomic.remote_addr = 0x7f0000001001;
+	EXPECT_EQ(post_send(ibqp(), &wr, &bad), 0);
+	EXPECT_EQ(sq_wqe(0).atomic.remote_addr, 0x7f0000001001u);
 }
 
 TEST_F(QpPostTest, ChainStopsAtFullRingWithBadWr)

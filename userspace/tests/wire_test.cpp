@@ -3,6 +3,7 @@
 // from the kernel source itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <random>
@@ -111,6 +112,63 @@ TEST(WireParse, ExtensionHeadersInWireOrder)
 	ASSERT_EQ(srnic_parse_transport(ud.data(), ud.size(), &pkt), SRNIC_PARSE_OK);
 	EXPECT_EQ(pkt.deth, 12);
 	EXPECT_EQ(pkt.immdt, 20);
+}
+
+TEST(WireAtomic, AtomicEthFieldsAreBigEndianInIbtaOrder)
+{
+	auto req = make_packet(rc(SRNIC_OP_CMP_SWAP), 0);
+	srnic_pkt pkt;
+	ASSERT_EQ(srnic_parse_transport(req.data(), req.size(), &pkt), SRNIC_PARSE_OK);
+	ASSERT_EQ(pkt.atmeth, 12);
+	ASSERT_EQ(pkt.hdr_len, 12u + 28u);
+
+	const srnic_atomic_fields in = {
+		.va = 0x0102030405060708ull,
+		.rkey = 0x090a0b0c,
+		.swap_add = 0x1112131415161718ull,
+		.compare = 0x2122232425262728ull,
+	};
+	srnic_atmeth_put(reinterpret_cast<srnic_atmeth *>(req.data() + pkt.atmeth), &in);
+	// VA (8), R_Key (4), swap or add data (8), compare data (8).
+	const std::array<uint8_t, 28> wire = {
+		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
+		0x0b, 0x0c, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
+	};
+	EXPECT_TRUE(std::equal(wire.begin(), wire.end(), req.begin() + pkt.atmeth));
+
+	srnic_atomic_fields out = {};
+	srnic_atmeth_get(reinterpret_cast<const srnic_atmeth *>(req.data() + pkt.atmeth), &out);
+	EXPECT_EQ(out.va, in.va);
+	EXPECT_EQ(out.rkey, in.rkey);
+	EXPECT_EQ(out.swap_add, in.swap_add);
+	EXPECT_EQ(out.compare, in.compare);
+
+	auto faa = make_packet(rc(SRNIC_OP_FETCH_ADD), 0);
+	ASSERT_EQ(srnic_parse_transport(faa.data(), faa.size(), &pkt), SRNIC_PARSE_OK);
+	EXPECT_EQ(pkt.atmeth, 12);
+	EXPECT_TRUE(pkt.flags & SRNIC_OPF_ATOMIC);
+	EXPECT_TRUE(pkt.flags & SRNIC_OPF_REQUEST);
+	// Atomic requests carry no payload.
+	auto faa_payload = make_packet(rc(SRNIC_OP_FETCH_ADD), 8);
+	EXPECT_EQ(srnic_parse_transport(faa_payload.data(), faa_payload.size(), &pkt),
+		  SRNIC_PARSE_UNEXPECTED_PAYLOAD);
+}
+
+TEST(WireAtomic, AtomicAckCarriesTheOriginalValueAfterTheAeth)
+{
+	auto ack = make_packet(rc(SRNIC_OP_ATOMIC_ACK), 0);
+	srnic_pkt pkt;
+	ASSERT_EQ(srnic_parse_transport(ack.data(), ack.size(), &pkt), SRNIC_PARSE_OK);
+	ASSERT_EQ(pkt.hdr_len, 12u + 4u + 8u);
+	srnic_atmack_put(reinterpret_cast<srnic_atmack *>(ack.data() + pkt.atmack),
+			 0xfedcba9876543210ull);
+	const std::array<uint8_t, 8> wire = {0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10};
+	EXPECT_TRUE(std::equal(wire.begin(), wire.end(), ack.begin() + 16));
+	EXPECT_EQ(srnic_atmack_get(reinterpret_cast<const srnic_atmack *>(ack.data() +
+									  pkt.atmack)),
+		  0xfedcba9876543210ull);
+	EXPECT_TRUE(pkt.flags & SRNIC_OPF_RESPONSE);
 }
 
 TEST(WireParse, RejectsMalformedPackets)

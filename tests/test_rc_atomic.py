@@ -1,0 +1,434 @@
+# SPDX-License-Identifier: GPL-2.0
+"""RC atomics through pyverbs over every topology (tests/topology.py):
+compare & swap (success and failure), fetch & add (wrapping modulo 2^64),
+a stream of fetch & adds beyond max_rd_atomic, fetch & adds from two QPs
+on one target summing exactly, and the errors: a misaligned target
+(IBV_WC_REM_INV_REQ_ERR), an MR or QP without REMOTE_ATOMIC
+(IBV_WC_REM_ACCESS_ERR). Then, between two srnic devices over the wire
+with fault injection duplicating and dropping packets: every fetch & add
+is applied exactly once (the responder answers a duplicate from its saved
+result).
+
+Values are native 64-bit integers in the MRs (little-endian on x86), as
+verbs define them. Run against rxe to validate the suite:
+SRNIC_TEST_DEVICE_KIND=rxe.
+"""
+import errno
+import os
+import struct
+
+import pytest
+
+pytest.importorskip("pyverbs")
+import pyverbs.enums as e  # noqa: E402
+from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
+from pyverbs.wr import SGE, SendWR  # noqa: E402
+
+import harness  # noqa: E402
+import topology as topo_mod  # noqa: E402
+from rc_verbs import (ACCESS_ALL, ERR, RCPair, close_all,  # noqa: E402
+                      status_name)
+from topology import topology  # noqa: E402,F401 (fixture)
+
+CAS = e.IBV_WR_ATOMIC_CMP_AND_SWP
+FAA = e.IBV_WR_ATOMIC_FETCH_AND_ADD
+ACCESS_ATOMIC = ACCESS_ALL | e.IBV_ACCESS_REMOTE_ATOMIC
+U64 = (1 << 64) - 1
+
+
+@pytest.fixture(autouse=True)
+def close_contexts():
+    yield
+    close_all()
+
+
+def connected(topology, qp_access=ACCESS_ATOMIC, timeout=14, **kw):
+    p = RCPair(topology, qp_access=qp_access, **kw)
+    p.connect(timeout=timeout)
+    return p
+
+
+@pytest.fixture
+def rc(topology):
+    p = connected(topology)
+    yield p
+    p.close()
+
+
+def u64(mr, offset=0):
+    return struct.unpack("=Q", mr.read(8, offset))[0]
+
+
+def put_u64(mr, value, offset=0):
+    mr.write(struct.pack("=Q", value & U64), 8, offset)
+
+
+def atomic_wr(wr_id, opcode, result, remote, compare_add=0, swap=0,
+              flags=e.IBV_SEND_SIGNALED, sgl=None):
+    """An atomic WR: result=(mr, offset) receives the original value
+    (or sgl, a list of SGEs, replaces it), remote=(mr, offset) is the
+    target."""
+    tmr, toff = remote
+    if sgl is None:
+        rmr, roff = result
+        sgl = [SGE(rmr.buf + roff, 8, rmr.lkey)]
+    wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=len(sgl), sg=sgl,
+                send_flags=flags)
+    wr.set_wr_atomic(rkey=tmr.rkey, addr=tmr.buf + toff,
+                     compare_add=compare_add & U64, swap=swap & U64)
+    return wr
+
+
+def check_ok(wc, wr_id, opcode):
+    assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
+    assert wc.wr_id == wr_id
+    assert wc.opcode == opcode
+    assert wc.byte_len == 8
+
+
+def test_atomic_caps(rc):
+    for side in rc.sides():
+        assert side.dev_attr.atomic_caps in (e.IBV_ATOMIC_HCA,
+                                             e.IBV_ATOMIC_GLOB)
+
+
+# ---- values ----------------------------------------------------------------
+
+def test_cmp_swap_success(rc):
+    a, b = rc.a, rc.b
+    target, result = b.mr(64, ACCESS_ATOMIC), a.mr(16)
+    guard = bytes(range(64))
+    target.write(guard, 64, 0)
+    put_u64(target, 0x0123456789abcdef, 16)
+    put_u64(result, 0x5a5a5a5a5a5a5a5a, 8)
+    a.qp.post_send(atomic_wr(1, CAS, (result, 8), (target, 16),
+                             compare_add=0x0123456789abcdef,
+                             swap=0xfedcba9876543210))
+    check_ok(a.poll()[0], 1, e.IBV_WC_COMP_SWAP)
+    assert u64(result, 8) == 0x0123456789abcdef
+    assert u64(target, 16) == 0xfedcba9876543210
+    # Nothing else written, on either side.
+    assert target.read(16, 0) == guard[:16]
+    assert target.read(40, 24) == guard[24:]
+    assert result.read(8, 0) == bytes(8)
+    assert b.drain() == []
+
+
+def test_cmp_swap_failure(rc):
+    a, b = rc.a, rc.b
+    target, result = b.mr(8, ACCESS_ATOMIC), a.mr(8)
+    put_u64(target, 41)
+    a.qp.post_send(atomic_wr(2, CAS, (result, 0), (target, 0),
+                             compare_add=42, swap=7))
+    check_ok(a.poll()[0], 2, e.IBV_WC_COMP_SWAP)
+    assert u64(result) == 41
+    assert u64(target) == 41, "compare failed: nothing swapped"
+
+
+@pytest.mark.parametrize("start,add", [(0, 1), (1000, 0xffffffff),
+                                       (U64, 2), (0x8000000000000000, U64)],
+                         ids=["one", "32bit", "wrap", "minus-one"])
+def test_fetch_add(rc, start, add):
+    a, b = rc.a, rc.b
+    target, result = b.mr(24, ACCESS_ATOMIC), a.mr(8)
+    put_u64(target, 0x1111111111111111, 0)
+    put_u64(target, start, 8)
+    put_u64(target, 0x2222222222222222, 16)
+    a.qp.post_send(atomic_wr(3, FAA, (result, 0), (target, 8),
+                             compare_add=add))
+    check_ok(a.poll()[0], 3, e.IBV_WC_FETCH_ADD)
+    assert u64(result) == start
+    assert u64(target, 8) == (start + add) & U64
+    assert u64(target, 0) == 0x1111111111111111
+    assert u64(target, 16) == 0x2222222222222222
+
+
+def test_fetch_add_stream(rc):
+    """More fetch & adds than max_rd_atomic at once, unsignaled but the
+    last: each returns the sum of those before it, in posting order."""
+    a, b = rc.a, rc.b
+    n = 48
+    target, results = b.mr(8, ACCESS_ATOMIC), a.mr(8 * n)
+    put_u64(target, 5)
+    for i in range(n):
+        a.qp.post_send(atomic_wr(100 + i, FAA, (results, 8 * i), (target, 0),
+                                 compare_add=i + 1,
+                                 flags=e.IBV_SEND_SIGNALED if i == n - 1
+                                 else 0))
+    check_ok(a.poll()[0], 100 + n - 1, e.IBV_WC_FETCH_ADD)
+    expect = 5
+    for i in range(n):
+        assert u64(results, 8 * i) == expect, i
+        expect += i + 1
+    assert u64(target) == expect
+
+
+def test_atomics_between_other_opcodes(rc):
+    """Atomics in a stream of WRITEs and READs, fenced and not: each sees
+    the target as the WQEs before it left it."""
+    a, b = rc.a, rc.b
+    target, local = b.mr(16, ACCESS_ATOMIC), a.mr(64)
+    put_u64(local, 100, 0)
+    wrs = [
+        SendWR(wr_id=10, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+               sg=[SGE(local.buf, 8, local.lkey)]),
+        atomic_wr(11, FAA, (local, 8), (target, 0), compare_add=5),
+        atomic_wr(12, CAS, (local, 16), (target, 0), compare_add=105,
+                  swap=7, flags=e.IBV_SEND_SIGNALED | e.IBV_SEND_FENCE),
+        SendWR(wr_id=13, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
+               sg=[SGE(local.buf + 24, 8, local.lkey)],
+               send_flags=e.IBV_SEND_SIGNALED | e.IBV_SEND_FENCE),
+    ]
+    wrs[0].set_wr_rdma(target.rkey, target.buf)
+    wrs[0].send_flags = e.IBV_SEND_SIGNALED
+    wrs[3].set_wr_rdma(target.rkey, target.buf)
+    for wr in wrs:
+        a.qp.post_send(wr)
+    wcs = a.poll(4)
+    assert [w.status for w in wcs] == [e.IBV_WC_SUCCESS] * 4, \
+        [status_name(w.status) for w in wcs]
+    assert [w.wr_id for w in wcs] == [10, 11, 12, 13]
+    assert [w.opcode for w in wcs] == [e.IBV_WC_RDMA_WRITE,
+                                       e.IBV_WC_FETCH_ADD,
+                                       e.IBV_WC_COMP_SWAP, e.IBV_WC_RDMA_READ]
+    assert u64(local, 8) == 100
+    assert u64(local, 16) == 105
+    assert u64(local, 24) == 7
+    assert u64(target) == 7
+
+
+def test_concurrent_fetch_add_two_qps(rc):
+    """Two QPs (on two QPNs, so possibly two engines) fetch & add on one
+    target at once: the sum is exact, and the original values seen, sorted,
+    step by one add at a time (no two saw the same value)."""
+    other = rc.sibling()
+    other.connect()
+    n, window = 300, 24
+    adds = {rc.a.qp.qp_num: 1, other.a.qp.qp_num: 1 << 32}
+    target = rc.b.mr(8, ACCESS_ATOMIC)
+    results = rc.a.mr(8 * 2 * n)
+    qps = {rc.a.qp.qp_num: rc.a.qp, other.a.qp.qp_num: other.a.qp}
+    slot = {qpn: i for i, qpn in enumerate(adds)}
+    posted = {qpn: 0 for qpn in adds}
+    done_of = {qpn: 0 for qpn in adds}
+    done = 0
+    # Up to window WRs outstanding on each QP; both share side a's CQ.
+    while done < 2 * n:
+        for qpn, qp in qps.items():
+            while posted[qpn] < n and posted[qpn] - done_of[qpn] < window:
+                i = posted[qpn]
+                off = 8 * (slot[qpn] * n + i)
+                qp.post_send(atomic_wr(qpn << 16 | i, FAA, (results, off),
+                                       (target, 0), compare_add=adds[qpn]))
+                posted[qpn] += 1
+        for wc in rc.a.poll(1):
+            assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
+            assert wc.opcode == e.IBV_WC_FETCH_ADD
+            qpn = wc.wr_id >> 16
+            assert wc.qp_num == qpn
+            assert wc.wr_id & 0xffff == done_of[qpn], "in order per QP"
+            done_of[qpn] += 1
+            done += 1
+    assert u64(target) == n * (1 + (1 << 32))
+    seen = sorted(u64(results, 8 * k) for k in range(2 * n))
+    assert seen[0] == 0
+    steps = {y - x for x, y in zip(seen, seen[1:])}
+    assert steps <= {1, 1 << 32}, sorted(steps)[:4]
+    # Per QP, each saw a larger value than its previous one.
+    for s in range(2):
+        mine = [u64(results, 8 * (s * n + i)) for i in range(n)]
+        assert mine == sorted(mine)
+
+
+# ---- errors ----------------------------------------------------------------
+
+def expect_error(side, wr_id, statuses):
+    wc = side.poll()[0]
+    assert wc.wr_id == wr_id
+    assert wc.status in statuses, status_name(wc.status)
+    side.wait_state(ERR)
+    return wc
+
+
+def test_misaligned_target(rc):
+    """A target not 8-byte aligned (inside the MR): the responder refuses
+    it, IBV_WC_REM_INV_REQ_ERR, and nothing is written. rxe's provider
+    refuses it earlier, at post time (EINVAL)."""
+    a, b = rc.a, rc.b
+    target, result = b.mr(16, ACCESS_ATOMIC), a.mr(8)
+    put_u64(target, 0x0101010101010101, 0)
+    put_u64(target, 0x0202020202020202, 8)
+    put_u64(result, 0x3333333333333333)
+    wr = atomic_wr(20, FAA, (result, 0), (target, 1), compare_add=1)
+    if rc.topo.a.kind == "rxe":
+        with pytest.raises(PyverbsRDMAError) as ex:
+            a.qp.post_send(wr)
+        assert ex.value.error_code == errno.EINVAL, ex.value
+        return
+    a.qp.post_send(wr)
+    expect_error(a, 20, (e.IBV_WC_REM_INV_REQ_ERR,))
+    assert u64(target, 0) == 0x0101010101010101
+    assert u64(target, 8) == 0x0202020202020202
+    assert u64(result) == 0x3333333333333333
+
+
+@pytest.mark.parametrize("opcode", [CAS, FAA], ids=["cas", "faa"])
+def test_mr_without_remote_atomic(rc, opcode):
+    """An MR granting remote read and write but not atomic:
+    IBV_WC_REM_ACCESS_ERR, the target untouched."""
+    a, b = rc.a, rc.b
+    target, result = b.mr(8, ACCESS_ALL), a.mr(8)
+    put_u64(target, 77)
+    a.qp.post_send(atomic_wr(21, opcode, (result, 0), (target, 0),
+                             compare_add=77, swap=1))
+    expect_error(a, 21, (e.IBV_WC_REM_ACCESS_ERR,))
+    assert u64(target) == 77
+
+
+def test_bad_rkey(rc):
+    a, b = rc.a, rc.b
+    target, result = b.mr(8, ACCESS_ATOMIC), a.mr(8)
+    put_u64(target, 9)
+    wr = atomic_wr(22, FAA, (result, 0), (target, 0), compare_add=1)
+    wr.set_wr_atomic(rkey=(target.rkey + 1) & 0xffffffff, addr=target.buf,
+                     compare_add=1, swap=0)
+    a.qp.post_send(wr)
+    expect_error(a, 22, (e.IBV_WC_REM_ACCESS_ERR,))
+    assert u64(target) == 9
+
+
+def test_target_past_mr_end(rc):
+    a, b = rc.a, rc.b
+    target, result = b.mr(16, ACCESS_ATOMIC), a.mr(8)
+    a.qp.post_send(atomic_wr(23, FAA, (result, 0), (target, 16),
+                             compare_add=1))
+    expect_error(a, 23, (e.IBV_WC_REM_ACCESS_ERR,))
+
+
+def test_qp_without_remote_atomic(topology):
+    """The responder QP does not grant REMOTE_ATOMIC. srnic NAKs it as a
+    remote access error, as it does READs and WRITEs its QP does not
+    allow; rxe as an invalid request."""
+    p = connected(topology, qp_access=ACCESS_ALL)
+    try:
+        target, result = p.b.mr(8, ACCESS_ATOMIC), p.a.mr(8)
+        put_u64(target, 3)
+        p.a.qp.post_send(atomic_wr(24, FAA, (result, 0), (target, 0),
+                                   compare_add=1))
+        statuses = (e.IBV_WC_REM_ACCESS_ERR,)
+        if p.topo.b.kind == "rxe":
+            statuses = (e.IBV_WC_REM_INV_REQ_ERR,)
+        expect_error(p.a, 24, statuses)
+        assert u64(target) == 3
+    finally:
+        p.close()
+
+
+def test_result_sge_checks(rc):
+    """The local side: exactly one SGE of 8 bytes (EINVAL otherwise, as
+    rxe), and a result MR without LOCAL_WRITE fails locally."""
+    a, b = rc.a, rc.b
+    target = b.mr(8, ACCESS_ATOMIC)
+    result = a.mr(16)
+    bad_sgls = [[SGE(result.buf, 4, result.lkey)]]
+    if rc.topo.a.kind == "srnic":
+        # rxe 6.1 accepts any SGL of 8 bytes or more.
+        bad_sgls += [[SGE(result.buf, 16, result.lkey)],
+                     [SGE(result.buf, 8, result.lkey),
+                      SGE(result.buf + 8, 8, result.lkey)]]
+    for sgl in bad_sgls:
+        with pytest.raises(PyverbsRDMAError) as ex:
+            a.qp.post_send(atomic_wr(25, FAA, None, (target, 0),
+                                     compare_add=1, sgl=sgl))
+        assert ex.value.error_code == errno.EINVAL, (ex.value, len(sgl))
+
+    readonly = a.mr(8, e.IBV_ACCESS_REMOTE_READ)
+    put_u64(target, 50)
+    a.qp.post_send(atomic_wr(26, FAA, (readonly, 0), (target, 0),
+                             compare_add=1))
+    wc = a.poll()[0]
+    assert wc.wr_id == 26
+    assert wc.status in (e.IBV_WC_LOC_PROT_ERR,), status_name(wc.status)
+
+
+# ---- replay under duplication and loss (srnic over the wire) --------------
+
+def fault_dir(dev):
+    parent = os.path.realpath(f"/sys/class/infiniband/{dev}/device")
+    return f"/sys/kernel/debug/srnic/{os.path.basename(parent)}/fault"
+
+
+def set_fault(dev, **knobs):
+    d = fault_dir(dev)
+    for name, value in knobs.items():
+        with open(f"{d}/{name}", "w") as f:
+            f.write(str(value))
+
+
+def injected(dev):
+    with open(f"{fault_dir(dev)}/injected") as f:
+        return {k: int(v) for k, v in (line.split() for line in f)}
+
+
+def counters(end):
+    out = harness.run(*end.cmd("rdma", "statistic", "show", "link",
+                               f"{end.name}/1")).stdout.split()
+    i = out.index(f"{end.name}/1") + 1
+    return {out[j]: int(out[j + 1]) for j in range(i, len(out) - 1, 2)}
+
+
+FAULTS = {
+    # Every request may arrive twice: duplicates must not execute again.
+    "duplicate": ({"tx_duplicate": 300000}, {"rx_duplicate": 200000}),
+    # ATOMIC_ACKs lost: the requester sends the atomic again after its
+    # timeout, and the responder answers from its saved result.
+    "ack-loss": ({}, {"tx_drop": 200000, "tx_duplicate": 100000}),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_fetch_add_exactly_once_under_faults(topology, fault):
+    """Fetch & adds in a window of 8 while packets are duplicated or
+    lost: the target ends at exactly their number, each saw its
+    predecessors' sum, and duplicates did reach the responder."""
+    if topology.id != "veth-two-netns" or topo_mod.KIND != "srnic":
+        pytest.skip("fault injection needs srnic at both ends of the wire")
+    wire = topology
+    a_knobs, b_knobs = FAULTS[fault]
+    # 4.096 us * 2^10 ~ 4 ms (srnic waits 10 ms at least): quick retries.
+    p = connected(wire, timeout=10)
+    n, window = 400, 8
+    try:
+        target, results = p.b.mr(8, ACCESS_ATOMIC), p.a.mr(8 * n)
+        put_u64(target, 0)
+        before = counters(wire.b)
+        injected_before = sum(injected(wire.a.name).values()) + \
+            sum(injected(wire.b.name).values())
+        for end, knobs in ((wire.a, a_knobs), (wire.b, b_knobs)):
+            set_fault(end.name, seed=1234, **knobs)
+        posted = done = 0
+        while done < n:
+            while posted < n and posted - done < window:
+                p.a.qp.post_send(atomic_wr(posted, FAA,
+                                           (results, 8 * posted),
+                                           (target, 0), compare_add=1))
+                posted += 1
+            for wc in p.a.poll(1, timeout=60):
+                assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
+                assert wc.wr_id == done
+                done += 1
+    finally:
+        for end, knobs in ((wire.a, a_knobs), (wire.b, b_knobs)):
+            set_fault(end.name, **{k: 0 for k in knobs})
+    try:
+        assert u64(target) == n, "each fetch & add applied exactly once"
+        assert [u64(results, 8 * i) for i in range(n)] == list(range(n))
+        faults = sum(injected(wire.a.name).values()) + \
+            sum(injected(wire.b.name).values())
+        assert faults > injected_before, "no fault injected"
+        after = counters(wire.b)
+        dups = after["rx_duplicate_requests"] - \
+            before["rx_duplicate_requests"]
+        assert dups > 0, "no duplicate atomic reached the responder"
+    finally:
+        p.close()
