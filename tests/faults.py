@@ -28,6 +28,14 @@ def set_faults(topo, loss_pct, seed):
                 f.write(str(value))
 
 
+def set_knobs(dev, **knobs):
+    """Set fault knobs of one device by name (tx_drop=ppm, ...)."""
+    d = fault_dir(dev)
+    for name, value in knobs.items():
+        with open(f"{d}/{name}", "w") as f:
+            f.write(str(value))
+
+
 def injected(dev):
     """{fault: packets} injected so far on an srnic device."""
     with open(f"{fault_dir(dev)}/injected") as f:

@@ -14,7 +14,6 @@ verbs define them. Run against rxe to validate the suite:
 SRNIC_TEST_DEVICE_KIND=rxe.
 """
 import errno
-import os
 import struct
 
 import pytest
@@ -26,6 +25,7 @@ from pyverbs.wr import SGE, SendWR  # noqa: E402
 
 import harness  # noqa: E402
 import topology as topo_mod  # noqa: E402
+from faults import injected, set_knobs  # noqa: E402
 from rc_verbs import (ACCESS_ALL, ERR, RCPair, close_all,  # noqa: E402
                       status_name)
 from topology import topology  # noqa: E402,F401 (fixture)
@@ -353,29 +353,6 @@ def test_result_sge_checks(rc):
 
 # ---- replay under duplication and loss (srnic over the wire) --------------
 
-def fault_dir(dev):
-    parent = os.path.realpath(f"/sys/class/infiniband/{dev}/device")
-    return f"/sys/kernel/debug/srnic/{os.path.basename(parent)}/fault"
-
-
-def set_fault(dev, **knobs):
-    d = fault_dir(dev)
-    for name, value in knobs.items():
-        with open(f"{d}/{name}", "w") as f:
-            f.write(str(value))
-
-
-def injected(dev):
-    with open(f"{fault_dir(dev)}/injected") as f:
-        return {k: int(v) for k, v in (line.split() for line in f)}
-
-
-def counters(end):
-    out = harness.run(*end.cmd("rdma", "statistic", "show", "link",
-                               f"{end.name}/1")).stdout.split()
-    i = out.index(f"{end.name}/1") + 1
-    return {out[j]: int(out[j + 1]) for j in range(i, len(out) - 1, 2)}
-
 
 FAULTS = {
     # Every request may arrive twice: duplicates must not execute again.
@@ -401,11 +378,11 @@ def test_fetch_add_exactly_once_under_faults(topology, fault):
     try:
         target, results = p.b.mr(8, ACCESS_ATOMIC), p.a.mr(8 * n)
         put_u64(target, 0)
-        before = counters(wire.b)
+        before = harness.link_counters(wire.b)
         injected_before = sum(injected(wire.a.name).values()) + \
             sum(injected(wire.b.name).values())
         for end, knobs in ((wire.a, a_knobs), (wire.b, b_knobs)):
-            set_fault(end.name, seed=1234, **knobs)
+            set_knobs(end.name, seed=1234, **knobs)
         posted = done = 0
         while done < n:
             while posted < n and posted - done < window:
@@ -419,14 +396,14 @@ def test_fetch_add_exactly_once_under_faults(topology, fault):
                 done += 1
     finally:
         for end, knobs in ((wire.a, a_knobs), (wire.b, b_knobs)):
-            set_fault(end.name, **{k: 0 for k in knobs})
+            set_knobs(end.name, **{k: 0 for k in knobs})
     try:
         assert u64(target) == n, "each fetch & add applied exactly once"
         assert [u64(results, 8 * i) for i in range(n)] == list(range(n))
         faults = sum(injected(wire.a.name).values()) + \
             sum(injected(wire.b.name).values())
         assert faults > injected_before, "no fault injected"
-        after = counters(wire.b)
+        after = harness.link_counters(wire.b)
         dups = after["rx_duplicate_requests"] - \
             before["rx_duplicate_requests"]
         assert dups > 0, "no duplicate atomic reached the responder"

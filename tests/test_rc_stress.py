@@ -35,6 +35,7 @@ import pyverbs.enums as e  # noqa: E402
 
 import harness  # noqa: E402
 import topology as topo_mod  # noqa: E402
+from faults import fault_dir, injected, set_faults  # noqa: E402
 from pyverbs.wr import SGE, SendWR  # noqa: E402
 
 from rc_verbs import (ACCESS_ALL, INIT, RTR, RTS, RCPair,  # noqa: E402
@@ -83,41 +84,6 @@ def wire():
 def close_contexts():
     yield
     close_all()
-
-
-def fault_dir(dev):
-    """/sys/kernel/debug/srnic/linkN/fault of an srnic device."""
-    parent = os.path.realpath(f"/sys/class/infiniband/{dev}/device")
-    return f"/sys/kernel/debug/srnic/{os.path.basename(parent)}/fault"
-
-
-def set_faults(topo, loss_pct, seed):
-    """loss_pct % transmit drop, half as much reordering, a quarter as much
-    receive duplication and corruption, on both ends; 0 turns all off."""
-    ppm = loss_pct * 10000
-    knobs = {"tx_drop": ppm, "tx_reorder": ppm // 2,
-             "rx_duplicate": ppm // 4, "rx_corrupt": ppm // 4}
-    for i, end in enumerate((topo.a, topo.b)):
-        d = fault_dir(end.name)
-        with open(f"{d}/seed", "w") as f:
-            f.write(str(seed + i))
-        with open(f"{d}/delay_us", "w") as f:
-            f.write("500")
-        for name, value in knobs.items():
-            with open(f"{d}/{name}", "w") as f:
-                f.write(str(value))
-
-
-def injected(dev):
-    with open(f"{fault_dir(dev)}/injected") as f:
-        return {k: int(v) for k, v in (line.split() for line in f)}
-
-
-def counters(end):
-    out = harness.run(*end.cmd("rdma", "statistic", "show", "link",
-                               f"{end.name}/1")).stdout.split()
-    i = out.index(f"{end.name}/1") + 1
-    return {out[j]: int(out[j + 1]) for j in range(i, len(out) - 1, 2)}
 
 
 class Stream:
@@ -318,7 +284,7 @@ class Stream:
 @pytest.mark.timeout(1800)
 def test_stream_under_faults(wire, loss, share, max_rdma):
     count = max(200, int(TOTAL * share))
-    before = {end.name: counters(end) for end in (wire.a, wire.b)}
+    before = {end.name: harness.link_counters(end) for end in (wire.a, wire.b)}
     inj_before = {end.name: injected(end.name) for end in (wire.a, wire.b)}
     stats = {op: 0 for op in OPS}
     delivered = gave_up = 0
@@ -346,7 +312,7 @@ def test_stream_under_faults(wire, loss, share, max_rdma):
     finally:
         set_faults(wire, 0, 0)
     elapsed = time.monotonic() - t0
-    after = {end.name: counters(end) for end in (wire.a, wire.b)}
+    after = {end.name: harness.link_counters(end) for end in (wire.a, wire.b)}
     inj = {name: {k: v - inj_before[name][k]
                   for k, v in injected(name).items()}
            for name in inj_before}
@@ -391,7 +357,7 @@ def test_retry_exhausted(wire):
                                        e.IBV_WC_WR_FLUSH_ERR,
                                        e.IBV_WC_WR_FLUSH_ERR], \
         [wc_text(w) for w in wcs]
-    assert counters(wire.a)["local_ack_timeouts"] >= 3
+    assert harness.link_counters(wire.a)["local_ack_timeouts"] >= 3
 
 
 def test_rnr_retry_exhausted(wire):
@@ -405,4 +371,4 @@ def test_rnr_retry_exhausted(wire):
     assert [w.status for w in wcs] == [e.IBV_WC_RNR_RETRY_EXC_ERR,
                                        e.IBV_WC_WR_FLUSH_ERR], \
         [wc_text(w) for w in wcs]
-    assert counters(wire.b)["tx_nak_rnr"] >= 3
+    assert harness.link_counters(wire.b)["tx_nak_rnr"] >= 3
