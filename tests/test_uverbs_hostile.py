@@ -704,9 +704,10 @@ def test_scribbles_under_wire_traffic(two_netns):
 
 # ---- dereg_mr of an MR a QP still names ------------------------------------
 
-# An address on the device's subnet that nobody has: RC packets to it are
-# lost, the requester retransmits until its retries are exhausted.
-NOBODY = "198.18.9.77"
+# An address on the device's subnet that nobody has, with a static
+# neighbour entry (a MAC nobody has either, so the AV resolves): RC packets
+# to it are lost, the requester retransmits until its retries are exhausted.
+NOBODY, NOBODY_MAC = "198.18.9.77", "02:00:5e:00:09:77"
 # Generous: with srnic's references lasting one engine run, dereg_mr
 # returns at once; a reference held across runs holds it for the seconds
 # (or forever) the QP waits.
@@ -743,6 +744,8 @@ class Lone:
     MR."""
 
     def __init__(self, dev, timeout, retry_cnt):
+        harness.run("ip", "neigh", "replace", NOBODY, "lladdr", NOBODY_MAC,
+                    "nud", "permanent", "dev", dev.netdev)
         self.ctx = raw(dev.name)
         self.pd = self.ctx.alloc_pd()
         self.cq = self.ctx.create_cq(64)
