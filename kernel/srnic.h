@@ -573,11 +573,15 @@ struct srnic_req_wqe {
  * @reads: READs and atomics outstanding (at most max_rd_atomic)
  * @read_sgl: local SGL of the oldest outstanding READ, which its responses
  *	      fill; valid while @read_sgl_index is that READ's SQ index + 1
- * @read_sgl_index: see @read_sgl; 0 when unset
+ *	      and its length is the READ's (srnic_req_put_mrs() empties it
+ *	      after each run of the task: it is resolved again)
+ * @read_sgl_index: SQ index + 1 of the READ that @read_psn and
+ *		    @read_offset follow; 0 when unset
  * @read_psn: PSN of the next response the oldest READ expects
  * @read_offset: its byte offset in the READ's message
  * @sgl_index: SQ index + 1 of the WQE whose snapshot is in @wqe and whose
- *	       local SGL is in @sgl, for sending; 0 when unset
+ *	       local SGL is in @sgl, for sending; 0 when unset (after each
+ *	       run of the task)
  * @retries_left: transport retries left before IB_WC_RETRY_EXC_ERR
  * @timer: local ACK timeout
  * @timed_out: @timer fired; the task retransmits
@@ -648,12 +652,15 @@ enum srnic_resp_msg {
  * @msg: the message being received
  * @rwqe: its receive WQE (SEND, WRITE with immediate)
  * @have_rwqe: @rwqe holds a WQE taken from the RQ for the current message
- * @sgl: @rwqe's scatter list (SEND)
+ * @sgl: @rwqe's scatter list (SEND), resolved while its length is not 0
  * @offset: payload bytes of the current message received so far
- * @write_mr: the MR a WRITE goes to, referenced
- * @write_va: address of the WRITE's next byte
+ * @write_mr: the MR a WRITE goes to, referenced, or NULL until looked up
+ * @write_rkey: the WRITE's R_Key, to look @write_mr up again
+ * @write_va: address of the WRITE's first byte
  * @write_len: bytes the WRITE's RETH announced
- * @read_mr: the MR a READ response comes from, referenced
+ * @read_mr: the MR a READ response comes from, referenced, or NULL until
+ *	     looked up
+ * @read_rkey: the READ's R_Key, to look @read_mr up again
  * @read_va: address of the next response byte
  * @read_left: response bytes still to send
  * @read_psn: PSN of the next response packet
@@ -665,6 +672,10 @@ enum srnic_resp_msg {
  *	     (max_dest_rd_atomic of the SRNIC_MAX_RD_ATOMIC slots, used in
  *	     turn)
  * @atomic_next: the slot of @atomics the next atomic takes
+ *
+ * @sgl, @write_mr and @read_mr hold MR references only during one run of
+ * the QP's task: srnic_resp_put_mrs() drops them after each, and the next
+ * packet of the message looks them up again (see srnic_dereg_mr()).
  */
 struct srnic_resp {
 	u32 epsn;
@@ -677,9 +688,11 @@ struct srnic_resp {
 	struct srnic_sgl sgl;
 	u64 offset;
 	struct srnic_mr *write_mr;
+	u32 write_rkey;
 	u64 write_va;
 	u32 write_len;
 	struct srnic_mr *read_mr;
+	u32 read_rkey;
 	u64 read_va;
 	u32 read_left;
 	u32 read_psn;
@@ -1055,6 +1068,7 @@ extern const struct srnic_engine_task_ops srnic_ud_task_ops;
 int srnic_req_init(struct srnic_qp *qp);
 void srnic_req_cleanup(struct srnic_qp *qp);
 void srnic_req_reset(struct srnic_qp *qp);
+void srnic_req_put_mrs(struct srnic_qp *qp);
 void srnic_req_start(struct srnic_qp *qp);
 bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget);
 void srnic_req_rx_response(struct srnic_qp *qp, struct sk_buff *skb);
@@ -1065,6 +1079,7 @@ bool srnic_req_wire_waiting(struct srnic_qp *qp);
 int srnic_resp_init(struct srnic_qp *qp);
 void srnic_resp_cleanup(struct srnic_qp *qp);
 void srnic_resp_reset(struct srnic_qp *qp);
+void srnic_resp_put_mrs(struct srnic_qp *qp);
 void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb);
 bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget);
 void srnic_resp_flush_ack(struct srnic_qp *qp);

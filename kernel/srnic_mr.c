@@ -364,6 +364,12 @@ int srnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	return n;
 }
 
+/*
+ * Longer than any access can last (see srnic_dereg_mr()); only a leaked
+ * reference, a bug, makes a dereg_mr wait this long.
+ */
+#define SRNIC_MR_DEREG_TIMEOUT_SECS 60
+
 /**
  * srnic_dereg_mr() - the dereg_mr verb
  * @ibmr: the MR
@@ -375,6 +381,19 @@ int srnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
  * ends. The pages are unpinned before returning; the struct is freed after
  * an RCU grace period.
  *
+ * The wait is bounded by construction: a reference from srnic_mr_lookup()
+ * lasts one access that never waits for anything outside the host. The
+ * QP tasks hold theirs for one run at most (srnic_qp_run() drops the
+ * requester's and responder's cached SGLs and MRs before it returns, and
+ * looks them up again in the next run), local delivery and UD for one
+ * WQE or datagram, the debugfs hooks for one command (or until "release").
+ * None is kept across a retransmission timeout, an RNR wait, a message
+ * the peer never finishes, or a QP in the error state; so the wait lasts
+ * one copy, never the peer's goodwill. Should a reference leak anyway,
+ * the dereg does not hang: after SRNIC_MR_DEREG_TIMEOUT_SECS it warns and
+ * leaves the MR (pinned pages, struct) allocated for the holder, which may
+ * still copy into it.
+ *
  * Return: 0.
  */
 int srnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
@@ -384,7 +403,11 @@ int srnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 	xa_erase(&sdev->mr_table, mr->index);
 	srnic_mr_put(mr);
-	wait_for_completion(&mr->released);
+	if (WARN(!wait_for_completion_timeout(&mr->released,
+					      SRNIC_MR_DEREG_TIMEOUT_SECS * HZ),
+		 "srnic: MR key 0x%x still referenced %d s after dereg_mr: leaked\n",
+		 mr->key, SRNIC_MR_DEREG_TIMEOUT_SECS))
+		return 0;
 	srnic_mr_free(mr);
 	return 0;
 }

@@ -836,9 +836,9 @@ void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on)
 	} while (new != old && cmpxchg(&q->ctrl->flags, old, new) != old);
 }
 
-static bool srnic_qp_run(struct srnic_engine_task *task)
+/* What a run of an RC QP's task does; see srnic_qp_run(). */
+static bool srnic_qp_work(struct srnic_qp *qp)
 {
-	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 	unsigned int budget = SRNIC_REQ_BUDGET;
 	bool more;
 
@@ -873,6 +873,24 @@ static bool srnic_qp_run(struct srnic_engine_task *task)
 		if (!srnic_req_step(qp))
 			return more;
 	return true;
+}
+
+/*
+ * One run of an RC QP's task. The MR references it took are all dropped
+ * before it returns, whatever state the QP is left in: the requester's
+ * and responder's caches are looked up again by the next run. So a
+ * reference lasts one bounded run, never a retry, an RNR wait, a peer
+ * that stopped mid-message or a QP in the error state nobody touches any
+ * more: srnic_dereg_mr() relies on it.
+ */
+static bool srnic_qp_run(struct srnic_engine_task *task)
+{
+	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
+	bool more = srnic_qp_work(qp);
+
+	srnic_req_put_mrs(qp);
+	srnic_resp_put_mrs(qp);
+	return more;
 }
 
 static bool srnic_qp_has_work(struct srnic_engine_task *task)

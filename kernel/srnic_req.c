@@ -575,7 +575,10 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 	    srnic_psn_cmp(pkt->psn, rw->last_psn) > 0)
 		return false;
 
-	if (req->read_sgl_index != index + 1) {
+	/* A new READ, or one whose SGL srnic_req_put_mrs() released. */
+	if (req->read_sgl_index != index + 1 || req->read_sgl.len != rw->len) {
+		bool resume = req->read_sgl_index == index + 1;
+
 		srnic_sgl_put(&req->read_sgl);
 		req->read_sgl_index = 0;
 		status = IB_WC_WR_FLUSH_ERR;
@@ -593,8 +596,10 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 		}
 		req->sgl_index = 0;	/* req.wqe was overwritten */
 		req->read_sgl_index = index + 1;
-		req->read_psn = rw->first_psn;
-		req->read_offset = 0;
+		if (!resume) {
+			req->read_psn = rw->first_psn;
+			req->read_offset = 0;
+		}
 	}
 
 	if (srnic_psn_cmp(pkt->psn, req->read_psn) < 0)
@@ -888,6 +893,26 @@ void srnic_req_reset(struct srnic_qp *qp)
 	req->next_index = READ_ONCE(qp->sq.consumer);
 	req->send_index = req->next_index;
 	WRITE_ONCE(req->timed_out, false);
+}
+
+/**
+ * srnic_req_put_mrs() - drop the MR references the requester caches
+ * @qp: the QP, from its task at the end of a run, or the task stopped
+ *
+ * The local SGLs of the WQE being sent and of the oldest READ are looked
+ * up again when next needed (a WQE whose MR went meanwhile completes with
+ * IB_WC_LOC_PROT_ERR). No reference outlives the run that took it, so
+ * srnic_dereg_mr() never waits for the peer: retries, RNR waits and a
+ * QP left in the error state hold none.
+ */
+void srnic_req_put_mrs(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+
+	srnic_sgl_put(&req->sgl);
+	req->sgl_index = 0;
+	/* read_sgl_index stays: it also says which READ read_psn follows. */
+	srnic_sgl_put(&req->read_sgl);
 }
 
 /**

@@ -178,16 +178,18 @@ static enum srnic_resp_verdict srnic_resp_send(struct srnic_qp *qp,
 		v = srnic_resp_take_rwqe(qp, pkt);
 		if (v != SRNIC_RESP_OK)
 			return v;
-		if (srnic_sgl_get(sdev, to_srnic_pd(qp->ibqp.pd),
-				  (const struct srnic_sge *)(resp->rwqe + 1),
-				  resp->rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
-				  &resp->sgl) != IB_WC_SUCCESS)
-			return srnic_resp_fatal(qp, pkt,
-					SRNIC_NAK_REMOTE_OPERATIONAL_ERROR,
-					IB_WC_LOC_PROT_ERR);
 		resp->msg = SRNIC_RESP_SEND;
 		resp->offset = 0;
 	}
+	/* Resolved for the first packet, again after srnic_resp_put_mrs(). */
+	if (!resp->sgl.len &&
+	    srnic_sgl_get(sdev, to_srnic_pd(qp->ibqp.pd),
+			  (const struct srnic_sge *)(resp->rwqe + 1),
+			  resp->rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
+			  &resp->sgl) != IB_WC_SUCCESS)
+		return srnic_resp_fatal(qp, pkt,
+					SRNIC_NAK_REMOTE_OPERATIONAL_ERROR,
+					IB_WC_LOC_PROT_ERR);
 	if (resp->offset + pkt->payload_len > resp->sgl.len)
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_LOC_LEN_ERR);
@@ -228,23 +230,25 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 				return v;
 		}
 		resp->write_mr = NULL;
-		if (len) {
-			struct srnic_mr *mr;
-
-			mr = srnic_mr_lookup(sdev, be32_to_cpu(reth->rkey),
-					     SRNIC_RKEY,
-					     to_srnic_pd(qp->ibqp.pd),
-					     IB_ACCESS_REMOTE_WRITE, va, len);
-			if (IS_ERR(mr))
-				return srnic_resp_fatal(qp, pkt,
-						SRNIC_NAK_REMOTE_ACCESS_ERROR,
-						IB_WC_REM_ACCESS_ERR);
-			resp->write_mr = mr;
-		}
+		resp->write_rkey = be32_to_cpu(reth->rkey);
 		resp->write_va = va;
 		resp->write_len = len;
 		resp->offset = 0;
 		resp->msg = SRNIC_RESP_WRITE;
+	}
+	/* Looked up for the first packet, again after srnic_resp_put_mrs(). */
+	if (resp->write_len && !resp->write_mr) {
+		struct srnic_mr *mr;
+
+		mr = srnic_mr_lookup(sdev, resp->write_rkey, SRNIC_RKEY,
+				     to_srnic_pd(qp->ibqp.pd),
+				     IB_ACCESS_REMOTE_WRITE, resp->write_va,
+				     resp->write_len);
+		if (IS_ERR(mr))
+			return srnic_resp_fatal(qp, pkt,
+						SRNIC_NAK_REMOTE_ACCESS_ERROR,
+						IB_WC_REM_ACCESS_ERR);
+		resp->write_mr = mr;
 	}
 	if (resp->offset + pkt->payload_len > resp->write_len ||
 	    ((pkt->flags & SRNIC_OPF_LAST) &&
@@ -299,6 +303,7 @@ static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
 	/* ACKs owed go out before the responses. */
 	srnic_resp_flush_ack(qp);
 	resp->read_mr = mr;
+	resp->read_rkey = be32_to_cpu(reth->rkey);
 	resp->read_va = va;
 	resp->read_left = len;
 	resp->read_psn = pkt->psn;
@@ -633,6 +638,32 @@ out:
 	consume_skb(skb);
 }
 
+/*
+ * Look the MR of the READ being answered up again, for its remaining
+ * bytes. If it went meanwhile (deregistered, invalidated), the READ ends
+ * with a remote access error NAK, as its request would have got, and the
+ * QP goes to the error state. Returns whether the responses go on.
+ */
+static bool srnic_resp_read_mr(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+	struct srnic_mr *mr;
+
+	mr = srnic_mr_lookup(to_srnic_dev(qp->ibqp.device), resp->read_rkey,
+			     SRNIC_RKEY, to_srnic_pd(qp->ibqp.pd),
+			     IB_ACCESS_REMOTE_READ, resp->read_va,
+			     resp->read_left);
+	if (!IS_ERR(mr)) {
+		resp->read_mr = mr;
+		return true;
+	}
+	resp->reading = false;
+	srnic_resp_nak(qp, resp->read_psn, SRNIC_AETH_NAK,
+		       SRNIC_NAK_REMOTE_ACCESS_ERROR);
+	srnic_qp_to_error(qp, IB_EVENT_QP_ACCESS_ERR);
+	return false;
+}
+
 /**
  * srnic_resp_run() - send READ responses
  * @qp: the QP, from its task
@@ -647,7 +678,13 @@ bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 
 	while (resp->reading && budget--) {
 		bool last = resp->read_psn == resp->read_last_psn;
-		struct srnic_txd txd = {
+		struct srnic_txd txd;
+
+		/* Released by srnic_resp_put_mrs() after the last run. */
+		if (resp->read_left && !resp->read_mr &&
+		    !srnic_resp_read_mr(qp))
+			break;
+		txd = (struct srnic_txd) {
 			.psn = resp->read_psn,
 			.aeth = srnic_aeth(SRNIC_AETH_ACK,
 					   SRNIC_AETH_CREDITS_UNLIMITED,
@@ -709,6 +746,27 @@ void srnic_resp_reset(struct srnic_qp *qp)
 		memset(resp->atomics, 0,
 		       SRNIC_MAX_RD_ATOMIC * sizeof(*resp->atomics));
 	resp->atomic_next = 0;
+}
+
+/**
+ * srnic_resp_put_mrs() - drop the MR references the responder caches
+ * @qp: the QP, from its task at the end of a run, or the task stopped
+ *
+ * The receive WQE's SGL of a SEND, the MR of a WRITE and of a READ being
+ * answered are looked up again by the message's next packet: a peer that
+ * stops in the middle of a message holds no MR (see srnic_dereg_mr()).
+ */
+void srnic_resp_put_mrs(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	srnic_sgl_put(&resp->sgl);
+	if (resp->write_mr)
+		srnic_mr_put(resp->write_mr);
+	resp->write_mr = NULL;
+	if (resp->read_mr)
+		srnic_mr_put(resp->read_mr);
+	resp->read_mr = NULL;
 }
 
 /**

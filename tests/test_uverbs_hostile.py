@@ -15,6 +15,11 @@ garbage flags, garbage WQEs, a bogus CQ consumer index, all while traffic
 runs (local delivery on one device, and over the wire between two netns).
 The kernel must contain it: the QP may go to the error state, the CQ may
 report an overrun, but nothing hangs and every object is destroyed.
+
+Finally dereg_mr of an MR that a QP's outstanding or failed WQEs name,
+before the QP is destroyed (legal, and what pyverbs' garbage collection
+may do): it must return at once, whatever the QP waits for (a peer that
+never answers, RNR NAKs forever, or nothing: the error state).
 """
 import errno
 import json
@@ -32,8 +37,9 @@ from conftest import RoceDevice
 from uverbs_raw import (
     ACCESS_ALL, CTRL_CONSUMER, CTRL_FLAGS, CTRL_NOTIFY, CTRL_NOTIFY_SEQ,
     CTRL_PRODUCER, ERR, EVENT_CQ_ERR, INIT, QP_ACCESS_FLAGS, QP_PKEY_INDEX,
-    QP_PORT, QP_STATE, QPT_UC, QPT_UD, QUEUE_ERROR, RTS,
-    SRNIC_ABI_VERSION, WC_REM_ACCESS_ERR, WC_SUCCESS, WC_WR_FLUSH_ERR,
+    QP_PORT, QP_STATE, QPT_UC, QPT_UD, QUEUE_ERROR, RESET, RTS,
+    SRNIC_ABI_VERSION, WC_LOC_PROT_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR,
+    WC_SUCCESS, WC_WR_FLUSH_ERR,
     WQE_SIGNALED, WR_RDMA_WRITE, WR_SEND, QueueDesc, RawContext, RecvWr,
     SendWr, errno_of, ipv4_gid_bytes)
 
@@ -694,3 +700,122 @@ def test_scribbles_under_wire_traffic(two_netns):
     seen = _traffic_under_scribbles(lp, 4)
     print("statuses", json.dumps(seen))
 
+
+
+# ---- dereg_mr of an MR a QP still names ------------------------------------
+
+# An address on the device's subnet that nobody has, with a static
+# neighbour entry (a MAC nobody has either, so the AV resolves): RC packets
+# to it are lost, the requester retransmits until its retries are exhausted.
+NOBODY, NOBODY_MAC = "198.18.9.77", "02:00:5e:00:09:77"
+# Generous: with srnic's references lasting one engine run, dereg_mr
+# returns at once; a reference held across runs holds it for the seconds
+# (or forever) the QP waits.
+DEREG_BOUND = 30
+
+
+def assert_dereg_returns(ctx, mr, qp):
+    """ctx.dereg_mr(mr) returns within DEREG_BOUND seconds. It runs in a
+    thread (write() releases the GIL); if it blocks, qp is moved to RESET,
+    which makes an srnic without the fix drop its cached references, so
+    the dereg ends and the suite can go on, and the test fails."""
+    result = {}
+
+    def dereg():
+        try:
+            ctx.dereg_mr(mr)
+            result["ok"] = True
+        except OSError as ex:
+            result["errno"] = ex.errno
+
+    thread = threading.Thread(target=dereg, daemon=True)
+    thread.start()
+    thread.join(DEREG_BOUND)
+    if thread.is_alive():
+        ctx.modify_qp(qp, QP_STATE, qp_state=RESET)
+        thread.join(DEREG_BOUND)
+        pytest.fail(f"dereg_mr blocked {DEREG_BOUND} s by QP {qp.qpn} "
+                    f"(returned after its RESET: {not thread.is_alive()})")
+    assert result == {"ok": True}
+
+
+class Lone:
+    """An RC QP of dev connected to QPN 0x123 at NOBODY, its CQ and a 4 KiB
+    MR."""
+
+    def __init__(self, dev, timeout, retry_cnt):
+        harness.run("ip", "neigh", "replace", NOBODY, "lladdr", NOBODY_MAC,
+                    "nud", "permanent", "dev", dev.netdev)
+        self.ctx = raw(dev.name)
+        self.pd = self.ctx.alloc_pd()
+        self.cq = self.ctx.create_cq(64)
+        self.cq.map()
+        self.qp = self.ctx.create_qp(self.pd, self.cq)
+        self.qp.map()
+        self.mr = self.ctx.reg_mr(self.pd, 4096)
+        self.ctx.connect_rc(self.qp, 0x123, ipv4_gid_bytes(NOBODY),
+                            dev.gid_index, timeout=timeout,
+                            retry_cnt=retry_cnt)
+
+    def send(self, wr_id, length=2048):
+        self.qp.write_send(wr_id, WR_SEND,
+                           [(self.mr.addr, length, self.mr.lkey)])
+        self.qp.doorbell_sq()
+
+    def wait_cqes(self, n, timeout):
+        cqes = []
+        deadline = time.monotonic() + timeout
+        while len(cqes) < n and time.monotonic() < deadline:
+            cqes += self.cq.poll()
+            time.sleep(0.01)
+        return cqes
+
+    def destroy(self):
+        self.ctx.destroy_qp(self.qp)
+        self.ctx.destroy_cq(self.cq)
+        self.ctx.dealloc_pd(self.pd)
+
+
+def test_dereg_after_retry_exceeded(dev):
+    """The hang seen in test_srq.py's destroy orders against rxe: SENDs to
+    a peer gone fail with IBV_WC_RETRY_EXC_ERR and flushes, the QP is in
+    the error state and nothing schedules its task again; the requester
+    had cached the SGL of the second SEND (sent, then flushed). dereg_mr
+    of the source MR before destroy_qp waited for that reference forever
+    (the process that would destroy the QP was the one blocked)."""
+    lone = Lone(dev, timeout=1, retry_cnt=0)    # one 10 ms timeout
+    lone.send(1)
+    lone.send(2)
+    cqes = lone.wait_cqes(2, 30)
+    assert [(c["wr_id"], c["status"]) for c in cqes] == \
+        [(1, WC_RETRY_EXC_ERR), (2, WC_WR_FLUSH_ERR)]
+    assert lone.qp.state() == ERR
+    assert_dereg_returns(lone.ctx, lone.mr, lone.qp)
+    lone.destroy()
+
+
+def test_dereg_while_retransmitting(dev):
+    """dereg_mr while the SEND from the MR is outstanding and retransmitted
+    (timeouts of 1 s, doubling, 7 retries: minutes): dereg_mr returns, and
+    the SEND completes with IBV_WC_LOC_PROT_ERR at its next retransmission,
+    which finds the MR gone."""
+    lone = Lone(dev, timeout=18, retry_cnt=7)
+    lone.send(1)
+    assert lone.qp.state() == RTS
+    assert_dereg_returns(lone.ctx, lone.mr, lone.qp)
+    cqes = lone.wait_cqes(1, 60)
+    assert [(c["wr_id"], c["status"]) for c in cqes] == \
+        [(1, WC_LOC_PROT_ERR)]
+    lone.destroy()
+
+
+def test_dereg_while_rnr_retrying_forever(two_netns):
+    """dereg_mr of the source of a SEND that an srnic responder without
+    receive WQEs answers with RNR NAKs, retried forever (rnr_retry 7): it
+    returns, and the SEND completes with IBV_WC_LOC_PROT_ERR when it is
+    sent again."""
+    lp = Loop(two_netns.a, two_netns.b, rnr_retry=7)
+    lp.send(1)
+    assert_dereg_returns(lp.ctx[0], lp.mr[0], lp.qp[0])
+    assert [(c["wr_id"], c["status"]) for c in lp.wait_cqes(0, 1, 30)] == \
+        [(1, WC_LOC_PROT_ERR)]
