@@ -933,6 +933,7 @@ int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header, u32 payload);
 u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
 		      const char *what, u32 num);
 u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq);
+void srnic_wq_pop(struct srnic_wq *rq, void *wqe);
 int srnic_wq_post_recv(struct srnic_wq *wq, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
 bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq);
@@ -974,6 +975,8 @@ bool srnic_req_retire(struct srnic_qp *qp);
 void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
 			enum ib_wc_status status, u64 len);
 void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on);
+void srnic_qp_ask_doorbells(struct srnic_qp *qp);
+void srnic_qp_woken(struct srnic_engine_task *task);
 int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
 		    const struct ib_global_route *grh, u32 lqpn, u32 rqpn);
 

@@ -191,6 +191,22 @@ u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
 	return producer;
 }
 
+/**
+ * srnic_wq_pop() - copy out the entry at a receive queue's consumer index
+ * @rq: an RQ or SRQ holding at least one entry, its lock held
+ * @wqe: where to copy it (the ring's entry size)
+ *
+ * The slot goes back to the producer.
+ */
+void srnic_wq_pop(struct srnic_wq *rq, void *wqe)
+{
+	memcpy(wqe, srnic_queue_entry(&rq->ring, rq->consumer),
+	       rq->ring.entry_size);
+	rq->consumer++;
+	/* Done reading the slot: the producer may reuse it. */
+	smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
+}
+
 /* srnic_wq_producer() of a QP's SQ or RQ. */
 u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq)
 {

@@ -196,11 +196,7 @@ bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe)
 		spin_unlock_irqrestore(&rq->lock, flags);
 		return false;
 	}
-	memcpy(rwqe, srnic_queue_entry(&rq->ring, rq->consumer),
-	       rq->ring.entry_size);
-	rq->consumer++;
-	/* Done reading the slot: the provider may reuse it. */
-	smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
+	srnic_wq_pop(rq, rwqe);
 	spin_unlock_irqrestore(&rq->lock, flags);
 	return true;
 }
@@ -916,16 +912,29 @@ static bool srnic_qp_prepare_sleep(struct srnic_engine_task *task)
 	if (qp->req.local_ifindex ? qp->req.rnr_waiting :
 				    srnic_req_wire_waiting(qp))
 		return srnic_qp_has_work(task);
+	srnic_qp_ask_doorbells(qp);
+	return srnic_qp_has_work(task);
+}
+
+/**
+ * srnic_qp_ask_doorbells() - the engine stops polling the QP's SQ
+ * @qp: the QP; the caller re-reads the SQ's producer index afterwards
+ */
+void srnic_qp_ask_doorbells(struct srnic_qp *qp)
+{
 	srnic_queue_set_need_wakeup(&qp->sq.ring, true);
 	/*
 	 * Flag before the re-read of the producer index; pairs with the
 	 * provider's fence between publishing an index and reading flags.
 	 */
 	smp_mb();
-	return srnic_qp_has_work(task);
 }
 
-static void srnic_qp_woken(struct srnic_engine_task *task)
+/**
+ * srnic_qp_woken() - engine callback: polling again, no doorbells needed
+ * @task: the QP's task (RC, UC or UD)
+ */
+void srnic_qp_woken(struct srnic_engine_task *task)
 {
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 

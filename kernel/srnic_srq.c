@@ -218,11 +218,7 @@ bool srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe)
 		spin_unlock_irqrestore(&rq->lock, flags);
 		return false;
 	}
-	memcpy(rwqe, srnic_queue_entry(&rq->ring, rq->consumer),
-	       rq->ring.entry_size);
-	rq->consumer++;
-	/* Done reading the slot: the producer may reuse it. */
-	smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
+	srnic_wq_pop(rq, rwqe);
 	if (srq->limit && producer - rq->consumer < srq->limit) {
 		WRITE_ONCE(srq->limit, 0);
 		limit_reached = true;

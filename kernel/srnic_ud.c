@@ -322,25 +322,13 @@ static bool srnic_ud_prepare_sleep(struct srnic_engine_task *task)
 {
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 
-	srnic_queue_set_need_wakeup(&qp->sq.ring, true);
-	/*
-	 * Flag before the re-read of the producer index; pairs with the
-	 * provider's fence between publishing an index and reading flags.
-	 */
-	smp_mb();
+	srnic_qp_ask_doorbells(qp);
 	return srnic_ud_has_work(task);
-}
-
-static void srnic_ud_woken(struct srnic_engine_task *task)
-{
-	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
-
-	srnic_queue_set_need_wakeup(&qp->sq.ring, false);
 }
 
 const struct srnic_engine_task_ops srnic_ud_task_ops = {
 	.run = srnic_ud_run,
 	.has_work = srnic_ud_has_work,
 	.prepare_sleep = srnic_ud_prepare_sleep,
-	.woken = srnic_ud_woken,
+	.woken = srnic_qp_woken,
 };

@@ -4,6 +4,18 @@
 from the suites that run traffic under loss."""
 import os
 
+import pytest
+
+import topology as topo_mod
+
+
+@pytest.fixture(scope="module")
+def wire():
+    """veth-two-netns between two srnic devices, for a module's tests."""
+    topo, veth = topo_mod.build("veth-two-netns")
+    yield topo
+    topo_mod.teardown(topo, veth)
+
 
 def fault_dir(dev):
     """/sys/kernel/debug/srnic/linkN/fault of an srnic device."""

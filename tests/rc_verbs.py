@@ -123,20 +123,7 @@ class Side:
 
     def poll(self, n=1, timeout=None, what="completions"):
         """Exactly n WCs, waiting at most timeout seconds for them."""
-        timeout = WC_TIMEOUT if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        wcs = []
-        while len(wcs) < n:
-            got, batch = self.cq.poll(n - len(wcs))
-            if got:
-                wcs.extend(batch)
-                continue
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{self.end.name}: {len(wcs)} of {n} {what} after "
-                    f"{timeout}s: {[wc_text(w) for w in wcs]}")
-            time.sleep(0.0005)
-        return wcs
+        return poll_cq(self.cq, n, timeout, f"{self.end.name}: ", what)
 
     def drain(self, settle=0.0):
         """Every WC there is now (after waiting settle seconds)."""
@@ -179,6 +166,25 @@ class Side:
 
     def close(self):
         self.ctx.close()
+
+
+def poll_cq(cq, n, timeout=None, who="", what="completions"):
+    """Exactly n WCs of cq, waiting at most timeout seconds (default
+    WC_TIMEOUT) for them; AssertionError naming who and what otherwise."""
+    timeout = WC_TIMEOUT if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    wcs = []
+    while len(wcs) < n:
+        got, batch = cq.poll(n - len(wcs))
+        if got:
+            wcs.extend(batch)
+            continue
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{who}{len(wcs)} of {n} {what} after {timeout}s: "
+                f"{[wc_text(w) for w in wcs]}")
+        time.sleep(0.0005)
+    return wcs
 
 
 def wc_text(wc):

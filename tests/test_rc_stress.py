@@ -35,6 +35,7 @@ import pyverbs.enums as e  # noqa: E402
 
 import harness  # noqa: E402
 import topology as topo_mod  # noqa: E402
+from faults import wire  # noqa: E402,F401 (fixture)
 from faults import fault_dir, injected, set_faults  # noqa: E402
 from pyverbs.wr import SGE, SendWR  # noqa: E402
 
@@ -71,13 +72,6 @@ RECV_OPS = (e.IBV_WR_SEND, e.IBV_WR_SEND_WITH_IMM,
 # The error completions RC may end with under loss (then the QP is in
 # error and the stream goes on over a new connection).
 GIVE_UP = (e.IBV_WC_RETRY_EXC_ERR, e.IBV_WC_RNR_RETRY_EXC_ERR)
-
-
-@pytest.fixture(scope="module")
-def wire():
-    topo, veth = topo_mod.build("veth-two-netns")
-    yield topo
-    topo_mod.teardown(topo, veth)
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,6 @@ Run against rxe to validate the suite: SRNIC_TEST_DEVICE_KIND=rxe.
 """
 import errno
 import itertools
-import os
 import random
 import select
 import struct
@@ -37,8 +36,8 @@ from pyverbs.addr import AHAttr, GID, GlobalRoute  # noqa: E402
 from perftools import run_pair  # noqa: E402
 from rc_verbs import (ACCESS_ALL, ERR, INIT, INIT_MASK, OPEN_CONTEXTS,  # noqa: E402
                       RTR, RTR_MASK, RTS, RTS_MASK, WC_TIMEOUT, close_all,
-                      recv_wr, send_wr, sge, status_name, wc_text,
-                      _fd_links)
+                      poll_cq, recv_wr, send_wr, sge, status_name,
+                      wc_text, _fd_links)
 from topology import topology  # noqa: E402,F401 (fixture)
 
 rng = random.Random(0x5a9)
@@ -106,20 +105,7 @@ class End:
 
     def poll(self, n, timeout=None):
         """Exactly n WCs within timeout seconds."""
-        timeout = WC_TIMEOUT if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        wcs = []
-        while len(wcs) < n:
-            got, batch = self.cq.poll(n - len(wcs))
-            if got:
-                wcs.extend(batch)
-                continue
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{self.end.name}: {len(wcs)} of {n} completions after "
-                    f"{timeout}s: {[wc_text(w) for w in wcs]}")
-            time.sleep(0.0005)
-        return wcs
+        return poll_cq(self.cq, n, timeout, f"{self.end.name}: ")
 
     def drain(self):
         wcs = []

@@ -22,7 +22,7 @@ pytest.importorskip("pyverbs")
 import pyverbs.enums as e  # noqa: E402
 
 import harness  # noqa: E402
-import topology as topo_mod  # noqa: E402
+from faults import wire  # noqa: E402,F401 (fixture)
 from faults import injected, set_faults  # noqa: E402
 from rc_verbs import close_all, recv_wr, sge, status_name  # noqa: E402
 from ud_verbs import GRH, UDPair  # noqa: E402
@@ -33,13 +33,6 @@ WINDOW = 32         # datagrams per batch; the receiver drains between
 RQ_DEPTH = 128      # receive WQEs kept posted (> WINDOW: no RQ drops)
 HDR = struct.Struct("<II")   # sequence number, CRC-32 of the rest
 QUIET_POLLS = 40    # empty polls of 5 ms that end a batch
-
-
-@pytest.fixture(scope="module")
-def wire():
-    topo, veth = topo_mod.build("veth-two-netns")
-    yield topo
-    topo_mod.teardown(topo, veth)
 
 
 @pytest.fixture(autouse=True)

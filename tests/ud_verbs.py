@@ -12,7 +12,7 @@ from pyverbs.mr import MR
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 
-from rc_verbs import INIT, OPEN_CONTEXTS, RTR, RTS, WC_TIMEOUT, send_wr
+from rc_verbs import INIT, OPEN_CONTEXTS, RTR, RTS, poll_cq, send_wr
 
 GRH = 40            # bytes of GRH area ahead of every received datagram
 QKEY = 0x11111111
@@ -63,19 +63,8 @@ class UDSide:
         return attr.qp_state
 
     def poll(self, n=1, timeout=None):
-        timeout = WC_TIMEOUT if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        wcs = []
-        while len(wcs) < n:
-            got, batch = self.cq.poll(n - len(wcs))
-            if got:
-                wcs.extend(batch)
-                continue
-            assert time.monotonic() < deadline, (
-                f"{self.end.name}: {len(wcs)} of {n} completions after "
-                f"{timeout}s")
-            time.sleep(0.0005)
-        return wcs
+        """Exactly n WCs within timeout seconds."""
+        return poll_cq(self.cq, n, timeout, f"{self.end.name}: ")
 
     def drain(self, settle=0.5):
         time.sleep(settle)
