@@ -1,20 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * srnic: the RC requester, run by the NIC engine that owns the QP.
+ * srnic: an RC QP's engine task, local delivery and packet building.
  *
- * Each pass takes the next send WQE from the SQ (a snapshot: the ring is
- * shared with the process and untrusted), executes it and completes it, in
- * posting order, so RC's "each message exactly once, in order" holds by
- * construction for one requester.
+ * The task (srnic_qp_task_ops) runs on the NIC engine that owns the QP:
+ * received packets go to the responder (srnic_resp.c) or, for responses,
+ * to the requester; then the requester takes send WQEs from the SQ (a
+ * snapshot: the ring is shared with the process and untrusted).
  *
  * Destinations: a QP whose destination GID belongs to an srnic device of
  * the same network namespace (the same device included) is served by
- * local delivery: the requester executes the operation against the
- * destination QP directly, copying the payload once from source to
+ * local delivery: the requester executes each WQE against the destination
+ * QP directly, in posting order, copying the payload once from source to
  * destination pages, with the destination's receive queue taken under its
- * lock. The RoCEv2 wire path for remote destinations is not built yet;
- * their WQEs complete with IB_WC_RETRY_EXC_ERR, as if the peer never
- * answered.
+ * lock. Other destinations are reached over the RoCEv2 wire by the
+ * requester in srnic_req.c, with packets built by srnic_rc_tx() here.
  */
 
 #include <linux/jiffies.h>

@@ -10,7 +10,7 @@
 # SRNIC_STRESS_MESSAGES and SRNIC_STRESS_ACK_TIMEOUT (tests/test_rc_stress.py's
 # total and local ACK timeout exponent) and
 # PYTEST_ADDOPTS (pytest's own, split like a shell: -k 'a or b' works there).
-# SRNIC_VM_SUITE_TIMEOUT bounds each suite's VM (seconds, default 900).
+# SRNIC_VM_SUITE_TIMEOUT bounds each suite's VM (seconds, default 1500).
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
@@ -32,7 +32,7 @@ for suite in "$@"; do
 	rm -f "$junit"
 	echo "=== VM suite $suite"
 	# shellcheck disable=SC2086 # SRNIC_PYTEST_ARGS is a word list
-	if ! scripts/vm-run --timeout "${SRNIC_VM_SUITE_TIMEOUT:-900}" --env PYTHONUNBUFFERED=1 \
+	if ! scripts/vm-run --timeout "${SRNIC_VM_SUITE_TIMEOUT:-1500}" --env PYTHONUNBUFFERED=1 \
 		${pass_env[@]+"${pass_env[@]}"} --results "$results" \
 		--log "$REPO/build/vm/$name.console.log" -- \
 		/usr/bin/python3 -m pytest -v -rs --junitxml="$junit" ${SRNIC_PYTEST_ARGS:-} "$suite"; then
