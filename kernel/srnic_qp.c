@@ -599,6 +599,11 @@ static void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 		srnic_wq_flush(qp, &qp->rq, false);
 		if (qp->ibqp.srq)
 			srnic_srq_qp_error(qp);
+		/*
+		 * The task forgets the wire state (queued packets, timers,
+		 * held WQE) now, not at the next post or modify.
+		 */
+		srnic_engine_task_schedule(&qp->task);
 		break;
 	default:
 		break;
