@@ -18,7 +18,8 @@ cd "$REPO"
 modules=("$@")
 # Default: the modules tests/test_rdma_core.py holds to no failure.
 [ ${#modules[@]} -gt 0 ] ||
-	modules=(test_device test_pd test_mr test_cq test_cq_events test_qp test_addr)
+	modules=(test_device test_pd test_mr test_cq test_cq_events test_cqex test_qp test_qpex
+		test_addr)
 
 if [ -z "${SRNIC_VM:-}" ]; then
 	rm -rf build/rdma-tests
