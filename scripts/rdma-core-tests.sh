@@ -18,7 +18,8 @@ cd "$REPO"
 modules=("$@")
 # Default: the modules tests/test_rdma_core.py holds to no failure.
 [ ${#modules[@]} -gt 0 ] ||
-	modules=(test_device test_pd test_mr test_cq test_cq_events test_qp test_addr test_atomic test_qpex)
+	modules=(test_device test_pd test_mr test_cq test_cq_events test_cqex test_qp test_qpex
+		test_addr test_atomic)
 
 if [ -z "${SRNIC_VM:-}" ]; then
 	rm -rf build/rdma-tests

@@ -11,10 +11,26 @@
 namespace srnic
 {
 
+int map_created_cq(Cq &cq, ibv_context *ibctx, const srnic_create_cq_resp &resp) noexcept
+{
+	Context *ctx = to_srnic_context(ibctx);
+	int err = cq.ring.map(ibctx->cmd_fd, resp.ring, ctx->limits.queue_ctrl_size,
+			      sizeof(srnic_cqe));
+	if (!err && resp.ring.num_entries <= static_cast<uint32_t>(cq.vcq.cq.cqe))
+		err = EPROTO; // the ring must hold every CQE the CQ promises
+	if (err) {
+		srnic_err(&ctx->ibv_ctx, "cannot map CQ %u: %d\n", resp.cqn, err);
+		ibv_cmd_destroy_cq(&cq.vcq.cq);
+		return err;
+	}
+	cq.reader.emplace(cq.ring.view());
+	cq.cqn = resp.cqn;
+	return 0;
+}
+
 ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
 		  int comp_vector) noexcept
 {
-	Context *ctx = to_srnic_context(ibctx);
 	std::unique_ptr<Cq> cq(new (std::nothrow) Cq{});
 	if (!cq) {
 		errno = ENOMEM;
@@ -30,23 +46,12 @@ ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
 				    sizeof(cmd),
 				    reinterpret_cast<ib_uverbs_create_cq_resp *>(&resp),
 				    sizeof(resp));
+	if (!err)
+		err = map_created_cq(*cq, ibctx, resp.driver);
 	if (err) {
 		errno = err;
 		return nullptr;
 	}
-
-	err = cq->ring.map(ibctx->cmd_fd, resp.driver.ring, ctx->limits.queue_ctrl_size,
-			   sizeof(srnic_cqe));
-	if (!err && resp.driver.ring.num_entries <= static_cast<uint32_t>(cq->vcq.cq.cqe))
-		err = EPROTO; // the ring must hold every CQE the CQ promises
-	if (err) {
-		srnic_err(&ctx->ibv_ctx, "cannot map CQ %u: %d\n", resp.driver.cqn, err);
-		ibv_cmd_destroy_cq(&cq->vcq.cq);
-		errno = err;
-		return nullptr;
-	}
-	cq->reader.emplace(cq->ring.view());
-	cq->cqn = resp.driver.cqn;
 	return &cq.release()->vcq.cq;
 }
 

@@ -25,6 +25,10 @@ struct Cq {
 	std::optional<CqReader> reader; // set once the ring is mapped
 	SpinLock lock;			// pollers and arming threads of this CQ
 	uint32_t cqn = 0;
+	// The extended poll API (cq_ex.h): the completion the ibv_wc_read_*
+	// calls read, from a successful start_poll/next_poll to the next call;
+	// lock is held from a successful start_poll to end_poll.
+	const srnic_cqe *ex_cqe = nullptr;
 };
 
 [[nodiscard]] inline Cq *to_srnic_cq(ibv_cq *ibcq) noexcept
@@ -51,21 +55,59 @@ static_assert(int{SRNIC_CQE_GRH} == int{IBV_WC_GRH} &&
 	      int{SRNIC_CQE_WITH_IMM} == int{IBV_WC_WITH_IMM} &&
 	      int{SRNIC_CQE_WITH_INV} == int{IBV_WC_WITH_INV});
 
+// ---- CQE decoding ------------------------------------------------------------
+//
+// poll_cq (cqe_to_wc) and the extended readers (cq_ex.cpp) read a CQE's
+// fields only through these.
+
+[[nodiscard]] inline ibv_wc_status cqe_status(const srnic_cqe &cqe) noexcept
+{
+	return static_cast<ibv_wc_status>(cqe.status);
+}
+
+[[nodiscard]] inline ibv_wc_opcode cqe_opcode(const srnic_cqe &cqe) noexcept
+{
+	return static_cast<ibv_wc_opcode>(cqe.opcode);
+}
+
+// IBV_WC_* flags (the CQE's are the same values).
+[[nodiscard]] inline unsigned int cqe_wc_flags(const srnic_cqe &cqe) noexcept
+{
+	return cqe.wc_flags;
+}
+
+[[nodiscard]] inline bool cqe_has_inv(const srnic_cqe &cqe) noexcept
+{
+	return cqe.wc_flags & SRNIC_CQE_WITH_INV;
+}
+
+// Immediate data, as received (big endian); valid with IBV_WC_WITH_IMM.
+[[nodiscard]] inline __be32 cqe_imm_data(const srnic_cqe &cqe) noexcept
+{
+	return cqe.imm_data;
+}
+
+// The rkey a SEND with invalidate invalidated; valid with IBV_WC_WITH_INV.
+[[nodiscard]] inline uint32_t cqe_invalidated_rkey(const srnic_cqe &cqe) noexcept
+{
+	return cqe.invalidated_rkey;
+}
+
 // A completion as ibv_wc.
 inline void cqe_to_wc(const srnic_cqe &cqe, ibv_wc &wc) noexcept
 {
 	wc.wr_id = cqe.wr_id;
-	wc.status = static_cast<ibv_wc_status>(cqe.status);
-	wc.opcode = static_cast<ibv_wc_opcode>(cqe.opcode);
+	wc.status = cqe_status(cqe);
+	wc.opcode = cqe_opcode(cqe);
 	wc.vendor_err = cqe.vendor_err;
 	wc.byte_len = cqe.byte_len;
-	if (cqe.wc_flags & SRNIC_CQE_WITH_INV)
-		wc.invalidated_rkey = cqe.invalidated_rkey;
+	if (cqe_has_inv(cqe))
+		wc.invalidated_rkey = cqe_invalidated_rkey(cqe);
 	else
-		wc.imm_data = cqe.imm_data;
+		wc.imm_data = cqe_imm_data(cqe);
 	wc.qp_num = cqe.qp_num;
 	wc.src_qp = cqe.src_qp;
-	wc.wc_flags = cqe.wc_flags;
+	wc.wc_flags = cqe_wc_flags(cqe);
 	wc.pkey_index = cqe.pkey_index;
 	wc.slid = cqe.slid;
 	wc.sl = cqe.sl;
@@ -114,6 +156,11 @@ inline int req_notify_cq(ibv_cq *ibcq, int solicited_only) noexcept
 // The create_cq verb; nullptr with errno set on failure.
 [[nodiscard]] ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
 				int comp_vector) noexcept;
+
+// Maps the ring of a CQ the kernel just created, described by resp; on
+// failure destroys the kernel's CQ and returns the errno.
+[[nodiscard]] int map_created_cq(Cq &cq, ibv_context *ibctx,
+				 const srnic_create_cq_resp &resp) noexcept;
 
 // The destroy_cq verb; the CQ stays valid if the kernel refuses.
 int destroy_cq(ibv_cq *ibcq) noexcept;

@@ -3,6 +3,7 @@
 
 #include "context.h"
 #include "log.h"
+#include "qp_ex.h"
 
 #include <cerrno>
 #include <memory>
@@ -67,14 +68,18 @@ ibv_qp *fail_created(Qp *qp, int err) noexcept
 ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 {
 	Context *ctx = to_srnic_context(ibctx);
-	// Only what srnic implements: a PD, no creation flags, no XRC, no
-	// extended send ops. An empty set of creation flags is no request;
-	// ibv_cmd_create_qp_ex() itself would refuse the bit.
+	// Only what srnic implements: a PD, no creation flags, no XRC, and of
+	// the extended send ops those srnic has builders and opcodes for. An
+	// empty set of creation flags is no request; ibv_cmd_create_qp_ex()
+	// itself would refuse the bit.
 	const uint32_t comp_mask = attr->comp_mask;
 	const bool no_create_flags =
 		!(comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) || !attr->create_flags;
-	if ((comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
-	    !no_create_flags) {
+	const bool send_ops = comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	if ((comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
+	    !no_create_flags ||
+	    (send_ops && (attr->send_ops_flags & ~supported_send_ops_flags(attr->qp_type)))) {
 		errno = EOPNOTSUPP;
 		return nullptr;
 	}
@@ -121,6 +126,8 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 	qp->max_inline = attr->cap.max_inline_data;
 	qp->sq_sig_all = attr->sq_sig_all;
 	qp->type = attr->qp_type;
+	if (send_ops)
+		install_send_ops(*qp, attr->send_ops_flags);
 	return &qp.release()->vqp.qp;
 }
 

@@ -44,6 +44,14 @@ struct Qp {
 	uint32_t rq_max_sge = 0;
 	uint32_t max_inline = 0;
 	bool sq_sig_all = false;
+	// The extended post API (qp_ex.h). From wr_start to wr_complete or
+	// wr_abort the caller holds sq_lock; ex_wqe is the WQE the ibv_wr_set_*
+	// calls fill (nullptr before the first builder), ex_err the first error
+	// of the batch, and ex_wqe_needs_ud_addr says a UD WQE still lacks its
+	// wr_set_ud_addr.
+	srnic_send_wqe *ex_wqe = nullptr;
+	int ex_err = 0;
+	bool ex_wqe_needs_ud_addr = false;
 };
 
 [[nodiscard]] inline Qp *to_srnic_qp(ibv_qp *ibqp) noexcept
@@ -96,6 +104,123 @@ inline constexpr uint32_t atomic_size = 8;
 	return s != IBV_QPS_RESET && s != IBV_QPS_INIT && s != IBV_QPS_RTR;
 }
 
+// ---- The send WQE encoder ---------------------------------------------------
+//
+// post_send (write_send_wqe, from an ibv_send_wr) and the extended builders
+// (qp_ex.cpp, one ibv_wr_* call at a time) fill SQ slots through these
+// functions alone, so a WQE means the same whichever API posted it.
+
+// Starts a send WQE in slot: header zeroed, then wr_id, opcode (IBV_WR_*)
+// and the WQE flags of the IBV_SEND_* send_flags (inline is the payload
+// encoders' business). The payload after the header is left as it is.
+inline srnic_send_wqe &encode_send_wqe_header(const Qp &qp, std::byte *slot, uint64_t wr_id,
+					      uint8_t opcode, unsigned int send_flags) noexcept
+{
+	auto *wqe = reinterpret_cast<srnic_send_wqe *>(slot);
+	std::memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = wr_id;
+	wqe->opcode = opcode;
+	if ((send_flags & IBV_SEND_SIGNALED) || qp.sq_sig_all)
+		wqe->flags |= SRNIC_WQE_SIGNALED;
+	if (send_flags & IBV_SEND_FENCE)
+		wqe->flags |= SRNIC_WQE_FENCE;
+	if (send_flags & IBV_SEND_SOLICITED)
+		wqe->flags |= SRNIC_WQE_SOLICITED;
+	return *wqe;
+}
+
+// The remote buffer of an RDMA WRITE or READ.
+inline void encode_send_wqe_rdma(srnic_send_wqe &wqe, uint64_t remote_addr, uint32_t rkey) noexcept
+{
+	wqe.rdma.remote_addr = remote_addr;
+	wqe.rdma.rkey = rkey;
+}
+
+// The remote word and operands of an atomic: compare_add is the compare
+// value of a compare-and-swap or the addend of a fetch-and-add.
+inline void encode_send_wqe_atomic(srnic_send_wqe &wqe, uint64_t remote_addr, uint32_t rkey,
+				   uint64_t compare_add, uint64_t swap) noexcept
+{
+	wqe.atomic.remote_addr = remote_addr;
+	wqe.atomic.rkey = rkey;
+	wqe.atomic.compare_add = compare_add;
+	wqe.atomic.swap = swap;
+}
+
+// The destination of a UD send.
+inline void encode_send_wqe_ud(srnic_send_wqe &wqe, ibv_ah *ah, uint32_t remote_qpn,
+			       uint32_t remote_qkey) noexcept
+{
+	wqe.ud.ah_handle = to_srnic_ah(ah)->ah_num;
+	wqe.ud.remote_qpn = remote_qpn;
+	wqe.ud.remote_qkey = remote_qkey;
+}
+
+// The payload as a gather list of at most qp.sq_max_sge entries (replacing
+// any inline payload). Returns 0 or EINVAL.
+inline int encode_send_wqe_sges(const Qp &qp, srnic_send_wqe &wqe, const ibv_sge *sg_list,
+				size_t num_sge) noexcept
+{
+	if (num_sge > qp.sq_max_sge)
+		return EINVAL;
+	wqe.flags &= ~SRNIC_WQE_INLINE;
+	wqe.inline_len = 0;
+	wqe.num_sge = static_cast<__u16>(num_sge);
+	if (num_sge) // sg_list may be NULL without SGEs
+		std::memcpy(&wqe + 1, sg_list, sizeof(srnic_sge) * num_sge);
+	return 0;
+}
+
+// One buffer of inline data, whichever struct describes it.
+struct InlineBuf {
+	const void *addr;
+	size_t length;
+};
+[[nodiscard]] inline InlineBuf inline_buf(const ibv_sge &sge) noexcept
+{
+	return {reinterpret_cast<const void *>(sge.addr), sge.length};
+}
+[[nodiscard]] inline InlineBuf inline_buf(const ibv_data_buf &buf) noexcept
+{
+	return {buf.addr, buf.length};
+}
+
+// The payload as inline data, the buffers copied one after the other into
+// the WQE (replacing any gather list): at most qp.max_inline bytes in all.
+// Returns 0 or EINVAL.
+template <typename Buf>
+inline int encode_send_wqe_inline(const Qp &qp, srnic_send_wqe &wqe, const Buf *bufs,
+				  size_t num_bufs) noexcept
+{
+	auto *payload = reinterpret_cast<std::byte *>(&wqe + 1);
+	uint32_t len = 0;
+	for (size_t i = 0; i < num_bufs; ++i) {
+		const InlineBuf buf = inline_buf(bufs[i]);
+		if (buf.length > qp.max_inline - len)
+			return EINVAL;
+		if (buf.length)
+			std::memcpy(payload + len, buf.addr, buf.length);
+		len += static_cast<uint32_t>(buf.length);
+	}
+	wqe.flags |= SRNIC_WQE_INLINE;
+	wqe.inline_len = len;
+	wqe.num_sge = 0;
+	return 0;
+}
+
+[[nodiscard]] constexpr bool send_opcode_has_imm(unsigned int opcode) noexcept
+{
+	return opcode == IBV_WR_SEND_WITH_IMM || opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+// Whether a QP of this type accepts this IBV_WR_* opcode, any value.
+[[nodiscard]] constexpr bool send_opcode_supported(ibv_qp_type type, unsigned int opcode) noexcept
+{
+	const auto &supported =
+		type == IBV_QPT_UD ? ud_send_opcode_supported : rc_send_opcode_supported;
+	return opcode < supported.size() && supported[opcode];
+}
+
 // Fill one SQ slot from wr. Returns 0 or EINVAL; the slot may be scribbled
 // on either way (it is published only after a 0). An atomic needs exactly
 // one SGE of 8 bytes (its result); IBV_SEND_INLINE is ignored for READs and
@@ -108,64 +233,29 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 	static_assert(sizeof(opcode) == sizeof(wr.opcode));
 	std::memcpy(&opcode, &wr.opcode, sizeof(opcode));
 	const bool ud = qp.type == IBV_QPT_UD;
-	const auto &supported = ud ? ud_send_opcode_supported : rc_send_opcode_supported;
-	if (opcode >= supported.size() || !supported[opcode] || wr.num_sge < 0)
+	if (!send_opcode_supported(qp.type, opcode) || wr.num_sge < 0)
 		return EINVAL;
 	if (ud && !wr.wr.ud.ah)
 		return EINVAL;
 	if (is_atomic(opcode) && (wr.num_sge != 1 || wr.sg_list[0].length != atomic_size))
 		return EINVAL;
 
-	auto *wqe = reinterpret_cast<srnic_send_wqe *>(slot);
-	std::byte *payload = slot + sizeof(srnic_send_wqe);
-	std::memset(wqe, 0, sizeof(*wqe));
-	wqe->wr_id = wr.wr_id;
-	wqe->opcode = static_cast<__u8>(opcode);
-	if ((wr.send_flags & IBV_SEND_SIGNALED) || qp.sq_sig_all)
-		wqe->flags |= SRNIC_WQE_SIGNALED;
-	if (wr.send_flags & IBV_SEND_FENCE)
-		wqe->flags |= SRNIC_WQE_FENCE;
-	if (wr.send_flags & IBV_SEND_SOLICITED)
-		wqe->flags |= SRNIC_WQE_SOLICITED;
-	if (opcode == IBV_WR_SEND_WITH_IMM || opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
-		wqe->imm_data = wr.imm_data;
-	if (ud) {
-		wqe->ud.ah_handle = to_srnic_ah(wr.wr.ud.ah)->ah_num;
-		wqe->ud.remote_qpn = wr.wr.ud.remote_qpn;
-		wqe->ud.remote_qkey = wr.wr.ud.remote_qkey;
-	} else if (is_atomic(opcode)) {
-		wqe->atomic.remote_addr = wr.wr.atomic.remote_addr;
-		wqe->atomic.compare_add = wr.wr.atomic.compare_add;
-		wqe->atomic.swap = wr.wr.atomic.swap;
-		wqe->atomic.rkey = wr.wr.atomic.rkey;
-	} else if (opcode != IBV_WR_SEND && opcode != IBV_WR_SEND_WITH_IMM) {
-		wqe->rdma.remote_addr = wr.wr.rdma.remote_addr;
-		wqe->rdma.rkey = wr.wr.rdma.rkey;
-	}
+	srnic_send_wqe &wqe = encode_send_wqe_header(qp, slot, wr.wr_id,
+						     static_cast<__u8>(opcode), wr.send_flags);
+	if (send_opcode_has_imm(opcode))
+		wqe.imm_data = wr.imm_data;
+	if (ud)
+		encode_send_wqe_ud(wqe, wr.wr.ud.ah, wr.wr.ud.remote_qpn, wr.wr.ud.remote_qkey);
+	else if (is_atomic(opcode))
+		encode_send_wqe_atomic(wqe, wr.wr.atomic.remote_addr, wr.wr.atomic.rkey,
+				       wr.wr.atomic.compare_add, wr.wr.atomic.swap);
+	else if (opcode != IBV_WR_SEND && opcode != IBV_WR_SEND_WITH_IMM)
+		encode_send_wqe_rdma(wqe, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
 
 	if ((wr.send_flags & IBV_SEND_INLINE) && opcode != IBV_WR_RDMA_READ &&
-	    !is_atomic(opcode)) {
-		uint32_t len = 0;
-		for (int i = 0; i < wr.num_sge; ++i) {
-			const ibv_sge &sge = wr.sg_list[i];
-			if (sge.length > qp.max_inline - len)
-				return EINVAL;
-			if (sge.length)
-				std::memcpy(payload + len,
-					    reinterpret_cast<const void *>(sge.addr), sge.length);
-			len += sge.length;
-		}
-		wqe->flags |= SRNIC_WQE_INLINE;
-		wqe->inline_len = len;
-		return 0;
-	}
-
-	if (static_cast<uint32_t>(wr.num_sge) > qp.sq_max_sge)
-		return EINVAL;
-	wqe->num_sge = static_cast<__u16>(wr.num_sge);
-	if (wr.num_sge) // sg_list may be NULL without SGEs
-		std::memcpy(payload, wr.sg_list, sizeof(srnic_sge) * wr.num_sge);
-	return 0;
+	    !is_atomic(opcode))
+		return encode_send_wqe_inline(qp, wqe, wr.sg_list, wr.num_sge);
+	return encode_send_wqe_sges(qp, wqe, wr.sg_list, wr.num_sge);
 }
 
 // ibv_sge and srnic_sge are the same 16 bytes, so SGEs are copied whole.

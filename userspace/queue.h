@@ -179,6 +179,10 @@ class ProducerView
 		return load_relaxed(ring_.ctrl().flags) & SRNIC_QUEUE_NEED_WAKEUP;
 	}
 
+	// Forget the committed entries not yet published: the next one goes
+	// where the first of them was.
+	void discard_unpublished() noexcept { producer_ = load_relaxed(ring_.ctrl().producer); }
+
 	// Committed entries not yet published.
 	[[nodiscard]] uint32_t unpublished() const noexcept
 	{

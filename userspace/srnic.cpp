@@ -6,6 +6,7 @@
 #include "ah.h"
 #include "context.h"
 #include "cq.h"
+#include "cq_ex.h"
 #include "device.h"
 #include "mr.h"
 #include "pd.h"
@@ -57,6 +58,7 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.alloc_pd = srnic::alloc_pd,
 	.create_ah = srnic::create_ah,
 	.create_cq = srnic::create_cq,
+	.create_cq_ex = srnic::create_cq_ex,
 	.create_qp = srnic::create_qp,
 	.create_qp_ex = srnic::create_qp_ex,
 	.create_srq = srnic::create_srq,

@@ -343,6 +343,13 @@ struct verbs_cq {
 
 struct verbs_xrcd;
 
+// verbs_qp.comp_mask: VERBS_QP_EX says qp_ex is filled in, so that
+// ibv_qp_to_qp_ex() hands it out.
+enum verbs_qp_mask {
+	VERBS_QP_XRCD = 1 << 0,
+	VERBS_QP_EX = 1 << 1,
+};
+
 struct verbs_qp {
 	union {
 		struct ibv_qp qp;
@@ -357,6 +364,14 @@ struct verbs_qp {
 struct ibv_create_cq {
 	struct ib_uverbs_cmd_hdr hdr;
 	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_create_cq)];
+};
+
+// The extended create_cq command (struct ex_hdr in kern-abi.h: the write()
+// header and the extended one).
+struct ibv_create_cq_ex {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_ex_create_cq)];
 };
 
 struct ibv_create_qp {
@@ -380,6 +395,13 @@ struct alignas(8) ibv_create_cq_resp_core {
 	__u32 cqe;
 };
 
+// The fixed part of struct ib_uverbs_ex_create_cq_resp.
+struct alignas(8) ibv_create_cq_ex_resp_core {
+	struct ibv_create_cq_resp_core base;
+	__u32 comp_mask;
+	__u32 response_length;
+};
+
 struct ibv_create_qp_resp_core {
 	__u32 qp_handle;
 	__u32 qpn;
@@ -394,6 +416,12 @@ struct ibv_create_qp_resp_core {
 int ibv_cmd_create_cq(struct ibv_context *context, int cqe, struct ibv_comp_channel *channel,
 		      int comp_vector, struct ibv_cq *cq, struct ibv_create_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp, size_t resp_size);
+// Returns 0 or a positive errno. cmd_flags: libibverbs' CREATE_CQ_CMD_FLAGS_*
+// (srnic passes 0).
+int ibv_cmd_create_cq_ex(struct ibv_context *context, const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd, size_t cmd_size,
+			 struct ib_uverbs_ex_create_cq_resp *resp, size_t resp_size,
+			 uint32_t cmd_flags);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
 int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 			 struct ibv_qp_init_attr_ex *attr_ex, struct ibv_create_qp *cmd,
@@ -552,6 +580,20 @@ static_assert(offsetof(struct verbs_qp, comp_mask) == sizeof(struct ibv_qp_ex));
 static_assert(sizeof(struct ibv_create_cq) == 40);
 static_assert(sizeof(struct ibv_create_cq) ==
 	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_create_cq));
+static_assert(sizeof(struct ibv_create_cq_ex) == 56);
+static_assert(sizeof(struct ibv_create_cq_ex) == sizeof(struct ib_uverbs_cmd_hdr) +
+							 sizeof(struct ib_uverbs_ex_cmd_hdr) +
+							 sizeof(struct ib_uverbs_ex_create_cq));
+static_assert(sizeof(struct ibv_create_cq_ex_resp_core) ==
+	      sizeof(struct ib_uverbs_ex_create_cq_resp));
+static_assert(alignof(struct ibv_create_cq_ex_resp_core) ==
+	      alignof(struct ib_uverbs_ex_create_cq_resp));
+static_assert(offsetof(struct verbs_context_ops, create_cq_ex) == 128);
+static_assert(sizeof(struct ibv_qp_ex) == 352);
+static_assert(offsetof(struct ibv_qp_ex, wr_id) == 168);
+static_assert(offsetof(struct ibv_qp_ex, wr_start) == 320);
+static_assert(offsetof(struct ibv_cq_ex, status) == 132);
+static_assert(offsetof(struct ibv_cq_ex, start_poll) == 144);
 static_assert(sizeof(struct ibv_create_qp) == 64);
 static_assert(sizeof(struct ibv_create_qp) ==
 	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_create_qp));

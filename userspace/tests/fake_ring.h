@@ -83,17 +83,26 @@ class FakeKernelCq
 	// Writes a completion for wr_id; false if that would overrun the CQ.
 	bool complete(uint64_t wr_id, uint32_t byte_len = 0)
 	{
+		srnic_cqe body;
+		// Garbage in the fields not set, as a kernel reusing the slot
+		// might leave, so a reader that reads the body early sees it.
+		std::memset(&body, 0xa5, sizeof(body));
+		body.wr_id = wr_id;
+		body.byte_len = byte_len;
+		body.qp_num = 7;
+		body.status = 0;
+		return complete(body);
+	}
+
+	// Writes a completion with the body of `body` (its owner byte ignored);
+	// false if that would overrun the CQ.
+	bool complete(const srnic_cqe &body)
+	{
 		if (producer_ - load_acquire(ring_.ctrl().consumer) >= ring_.num_entries())
 			return false;
 
 		auto *cqe = reinterpret_cast<srnic_cqe *>(ring_.entry(producer_));
-		// Scribble over the whole body first, as a kernel reusing the slot
-		// would, so a reader that reads the body early sees garbage.
-		std::memset(cqe, 0xa5, offsetof(srnic_cqe, owner));
-		cqe->wr_id = wr_id;
-		cqe->byte_len = byte_len;
-		cqe->qp_num = 7;
-		cqe->status = 0;
+		std::memcpy(cqe, &body, offsetof(srnic_cqe, owner));
 		std::atomic_ref<__u8>(cqe->owner)
 			.store(cqe_owner_phase(producer_, ring_.num_entries()),
 			       std::memory_order_release);
