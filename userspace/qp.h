@@ -39,7 +39,7 @@ struct Qp {
 	// As last set by modify_qp (the kernel may move the QP to the error
 	// state on its own; the rings' ERROR flag covers that).
 	std::atomic<ibv_qp_state> state{IBV_QPS_RESET};
-	ibv_qp_type type = IBV_QPT_RC; // RC or UD: what a send WQE carries
+	ibv_qp_type type = IBV_QPT_RC; // RC, UC or UD: what a send WQE carries
 	uint32_t sq_max_sge = 0;
 	uint32_t rq_max_sge = 0;
 	uint32_t max_inline = 0;
@@ -82,6 +82,14 @@ inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> ud_send_opcode_supported =
 	return ok;
 }();
 
+// Send opcodes a UC QP accepts (no READ, no atomics), indexed by IBV_WR_*.
+inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> uc_send_opcode_supported = [] {
+	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
+	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = true;
+	ok[IBV_WR_RDMA_WRITE] = ok[IBV_WR_RDMA_WRITE_WITH_IMM] = true;
+	return ok;
+}();
+
 // Bytes of a compare & swap or fetch & add: its one SGE receives the
 // remote original value.
 inline constexpr uint32_t atomic_size = 8;
@@ -108,7 +116,9 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 	static_assert(sizeof(opcode) == sizeof(wr.opcode));
 	std::memcpy(&opcode, &wr.opcode, sizeof(opcode));
 	const bool ud = qp.type == IBV_QPT_UD;
-	const auto &supported = ud ? ud_send_opcode_supported : rc_send_opcode_supported;
+	const auto &supported = ud			  ? ud_send_opcode_supported
+				: qp.type == IBV_QPT_UC ? uc_send_opcode_supported
+							: rc_send_opcode_supported;
 	if (opcode >= supported.size() || !supported[opcode] || wr.num_sge < 0)
 		return EINVAL;
 	if (ud && !wr.wr.ud.ah)
