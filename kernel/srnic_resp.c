@@ -636,17 +636,26 @@ static void srnic_resp_uc_drop(struct srnic_qp *qp,
 }
 
 /*
- * UC: may @pkt be executed? A PSN other than epsn means packets were lost,
+ * UC: may @pkt be executed? A PSN ahead of epsn means packets were lost,
  * and a packet out of the opcode sequence cannot continue the message: the
  * message in progress is dropped, and a FIRST or ONLY starts the next one
- * at its PSN (there are no duplicates to recognise without ACKs).
+ * at its PSN. A PSN behind epsn (within half the PSN space) is a duplicate
+ * or a packet overtaken on the way: it is dropped and changes nothing, so
+ * messages are delivered in order and at most once (rxe would resync on
+ * it).
  */
 static bool srnic_resp_uc_accept(struct srnic_qp *qp,
 				 const struct srnic_pkt *pkt)
 {
 	struct srnic_resp *resp = &qp->resp;
+	int cmp = srnic_psn_cmp(pkt->psn, resp->epsn);
 
-	if (pkt->psn != resp->epsn)
+	if (cmp < 0) {
+		srnic_count(to_srnic_dev(qp->ibqp.device),
+			    SRNIC_CNT_RX_DUPLICATE);
+		return false;
+	}
+	if (cmp > 0)
 		srnic_count(to_srnic_dev(qp->ibqp.device),
 			    SRNIC_CNT_RX_OUT_OF_SEQUENCE);
 	else if (!resp->drop_msg && srnic_resp_sequence_ok(qp, pkt))
