@@ -27,7 +27,7 @@ MIN_PASSED = {
     "test_mr": 1,
     "test_cq": 3,
     "test_cq_events": 2,
-    "test_qp": 16,
+    "test_qp": 21,
     "test_addr": 3,
     "test_atomic": 7,
     # Every test needs the extended QP API (ibv_wr_*), which srnic does not

@@ -126,8 +126,13 @@ def test_rdma_write(uc, size, imm):
                          ids=["read", "cmp_swap", "fetch_add"])
 def test_post_unsupported_opcode(uc, opcode):
     """UC has no READ and no atomics: ibv_post_send fails with EINVAL and
-    nothing is sent."""
-    a, b = uc.a, uc.b
+    nothing is sent. On an srnic side: rxe's provider (rdma-core 44) posts
+    them and fails them later."""
+    srnic = [s for s in uc.sides() if s.end.kind == "srnic"]
+    if not srnic:
+        pytest.skip("rxe's provider does not refuse them at post")
+    a = srnic[-1]
+    b = uc.peer(a)
     local, remote = a.mr(8), b.mr(8)
     wr = send_wr(3, opcode, [sge(local)], remote=(remote, 0))
     if opcode != e.IBV_WR_RDMA_READ:

@@ -12,7 +12,13 @@ that lost a middle packet is never delivered in pieces; messages arrive in
 order and at most once (the responder drops a packet behind the expected
 PSN); no receive WQE goes missing; each lost message is accounted for by a
 fault the injector made.
+
+And the same, packet by packet: hand-made UC packets from a peer netns
+(tests/roce_packets.py) with a missing middle packet, a resync at the next
+ONLY, a complete three-packet message and a stale duplicate.
 """
+import json
+import os
 import random
 import struct
 import time
@@ -25,9 +31,18 @@ import pyverbs.enums as e  # noqa: E402
 
 import harness  # noqa: E402
 import topology as topo_mod  # noqa: E402
+import roce_packets as rp  # noqa: E402
+from conftest import RoceDevice  # noqa: E402
 from faults import injected, set_faults  # noqa: E402
-from rc_verbs import (RCPair, close_all, recv_wr, send_wr, sge,  # noqa: E402
-                      status_name)
+from pyverbs.addr import AHAttr, GID, GlobalRoute  # noqa: E402
+from pyverbs.qp import QPAttr  # noqa: E402
+from rc_verbs import (RCPair, Side, close_all, recv_wr, send_wr,  # noqa: E402
+                      sge, status_name)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOCAL4, PEER4 = "198.18.9.1", "198.18.9.2"
+UC_SEND_FIRST, UC_SEND_MIDDLE, UC_SEND_LAST, UC_SEND_ONLY = \
+    0x20, 0x21, 0x22, 0x24
 
 # (loss in %, messages)
 LEVELS = [(1, 1500), (5, 1000), (20, 600)]
@@ -163,3 +178,76 @@ def test_messages_under_faults(wire, loss, count):
     for side in pair.sides():
         assert side.state() == e.IBV_QPS_RTS
     pair.close()
+
+
+def rdma_counters(name):
+    out = harness.run("rdma", "-j", "statistic", "show", "link",
+                      f"{name}/1").stdout
+    return {k: v for k, v in json.loads(out)[0].items()
+            if isinstance(v, int) and k != "port"}
+
+
+def test_lost_middle_packet_drops_the_message(srnic, veth):
+    """A UC QP on srnic0 connected to a peer QP that is a raw socket in
+    netns srnic-peer. FIRST and LAST of a message without its MIDDLE:
+    nothing delivered, the receive WQE stays; the next ONLY resyncs and
+    takes it; a FIRST, MIDDLE, LAST message is delivered whole; an old
+    PSN again (a duplicate) is dropped."""
+    veth.move_to_netns(veth.b, "srnic-peer")
+    harness.run("ip", "addr", "add", f"{LOCAL4}/24", "dev", veth.a)
+    harness.run("ip", "addr", "add", f"{PEER4}/24", "dev", veth.b,
+                netns="srnic-peer")
+    harness.link_add("srnic0", veth.a)
+    dev = RoceDevice("srnic0", veth.a, LOCAL4)
+    side = Side(dev, qp_type=e.IBV_QPT_UC)
+    qp, peer_qpn, psn, mtu = side.qp, 0x99, 100, 256
+    attr = QPAttr(qp_state=e.IBV_QPS_INIT)
+    attr.pkey_index, attr.port_num = 0, 1
+    attr.qp_access_flags = e.IBV_ACCESS_LOCAL_WRITE
+    qp.modify(attr, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+              e.IBV_QP_ACCESS_FLAGS)
+    attr = QPAttr(qp_state=e.IBV_QPS_RTR)
+    gr = GlobalRoute(dgid=GID(harness.ipv4_gid(PEER4)),
+                     sgid_index=dev.gid_index, hop_limit=64)
+    attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
+    attr.path_mtu = e.IBV_MTU_256
+    attr.dest_qp_num = peer_qpn
+    attr.rq_psn = psn
+    qp.modify(attr, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+              e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN)
+    buf = side.mr(2 * 4096)
+    for i in range(2):
+        qp.post_recv(recv_wr(i + 1, [sge(buf, i * 4096, 4096)]))
+    before = rdma_counters("srnic0")
+
+    def send(opcode, n, data):
+        transport = rp.bth(opcode, qp.qp_num, psn + n) + data
+        harness.run("/usr/bin/python3", f"{HERE}/roce_packets.py", PEER4,
+                    LOCAL4, transport.hex(), netns="srnic-peer")
+
+    rng = random.Random(0x0c1d)
+    a1, a3 = rng.randbytes(mtu), rng.randbytes(100)
+    b = rng.randbytes(52)
+    c = [rng.randbytes(mtu), rng.randbytes(mtu), rng.randbytes(100)]
+    send(UC_SEND_FIRST, 0, a1)
+    send(UC_SEND_LAST, 2, a3)           # PSN 1 (the MIDDLE) lost
+    assert not side.drain(settle=0.3), "a message missing a packet"
+    send(UC_SEND_ONLY, 3, b)
+    send(UC_SEND_FIRST, 4, c[0])
+    send(UC_SEND_MIDDLE, 5, c[1])
+    send(UC_SEND_LAST, 6, c[2])
+    send(UC_SEND_ONLY, 3, b"dup!" * 13)  # behind the expected PSN
+    wcs = side.poll(2)
+    assert not side.drain(settle=0.3)
+    assert [(w.status, w.wr_id, w.byte_len) for w in wcs] == \
+        [(e.IBV_WC_SUCCESS, 1, len(b)),
+         (e.IBV_WC_SUCCESS, 2, 2 * mtu + 100)]
+    assert buf.read(len(b), 0) == b
+    assert buf.read(2 * mtu + 100, 4096) == b"".join(c)
+    after = rdma_counters("srnic0")
+    grown = {k: after[k] - before.get(k, 0) for k in after}
+    assert grown["rx_out_of_sequence"] >= 1, grown
+    assert grown["rx_drop_uc_message"] >= 1, grown
+    assert grown["rx_duplicate_requests"] == 1, grown
+    assert grown["tx_packets"] == 0, grown   # UC never answers
+    assert side.state() == e.IBV_QPS_RTR
