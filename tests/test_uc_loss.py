@@ -188,7 +188,7 @@ def rdma_counters(name):
 
 
 def test_lost_middle_packet_drops_the_message(srnic, veth):
-    """A UC QP on srnic0 connected to a peer QP that is a raw socket in
+    """A UC QP on srnicuc0 connected to a peer QP that is a raw socket in
     netns srnic-peer. FIRST and LAST of a message without its MIDDLE:
     nothing delivered, the receive WQE stays; the next ONLY resyncs and
     takes it; a FIRST, MIDDLE, LAST message is delivered whole; an old
@@ -197,8 +197,9 @@ def test_lost_middle_packet_drops_the_message(srnic, veth):
     harness.run("ip", "addr", "add", f"{LOCAL4}/24", "dev", veth.a)
     harness.run("ip", "addr", "add", f"{PEER4}/24", "dev", veth.b,
                 netns="srnic-peer")
-    harness.link_add("srnic0", veth.a)
-    dev = RoceDevice("srnic0", veth.a, LOCAL4)
+    # Not srnic0: the module's veth-two-netns devices may still exist.
+    harness.link_add("srnicuc0", veth.a)
+    dev = RoceDevice("srnicuc0", veth.a, LOCAL4)
     side = Side(dev, qp_type=e.IBV_QPT_UC)
     qp, peer_qpn, psn, mtu = side.qp, 0x99, 100, 256
     attr = QPAttr(qp_state=e.IBV_QPS_INIT)
@@ -218,7 +219,7 @@ def test_lost_middle_packet_drops_the_message(srnic, veth):
     buf = side.mr(2 * 4096)
     for i in range(2):
         qp.post_recv(recv_wr(i + 1, [sge(buf, i * 4096, 4096)]))
-    before = rdma_counters("srnic0")
+    before = rdma_counters(dev.name)
 
     def send(opcode, n, data):
         transport = rp.bth(opcode, qp.qp_num, psn + n) + data
@@ -244,7 +245,7 @@ def test_lost_middle_packet_drops_the_message(srnic, veth):
          (e.IBV_WC_SUCCESS, 2, 2 * mtu + 100)]
     assert buf.read(len(b), 0) == b
     assert buf.read(2 * mtu + 100, 4096) == b"".join(c)
-    after = rdma_counters("srnic0")
+    after = rdma_counters(dev.name)
     grown = {k: after[k] - before.get(k, 0) for k in after}
     assert grown["rx_out_of_sequence"] >= 1, grown
     assert grown["rx_drop_uc_message"] >= 1, grown
