@@ -116,7 +116,8 @@ enum srnic_counter {
 	SRNIC_CNT_TIMEOUTS,		/* local ACK timeouts */
 	SRNIC_CNT_RNR_NAKS_RECEIVED,	/* RNR NAKs the requester received */
 	SRNIC_CNT_RX_DROP_BAD_QKEY,	/* UD: Q_Key not the QP's */
-	SRNIC_CNT_RX_DROP_NO_RECV_WQE,	/* UD: no receive WQE posted */
+	SRNIC_CNT_RX_DROP_NO_RECV_WQE,	/* UD, UC: no receive WQE posted */
+	SRNIC_CNT_RX_DROP_UC,		/* UC: packets of messages dropped */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -649,6 +650,8 @@ enum srnic_resp_msg {
  * @nak_seq_sent: a PSN sequence error NAK went out for @epsn; no more
  *		  until it arrives
  * @ack_pending: an ACK of @epsn - 1 is owed (coalesced per batch)
+ * @drop_msg: UC: the message being received lost a packet or failed; its
+ *	      remaining packets are dropped up to the next FIRST or ONLY
  * @msg: the message being received
  * @rwqe: its receive WQE (SEND, WRITE with immediate)
  * @have_rwqe: @rwqe holds a WQE taken from the RQ for the current message
@@ -682,6 +685,7 @@ struct srnic_resp {
 	u32 msn;
 	bool nak_seq_sent;
 	bool ack_pending;
+	bool drop_msg;
 	enum srnic_resp_msg msg;
 	struct srnic_recv_wqe *rwqe;
 	bool have_rwqe;
@@ -804,6 +808,16 @@ static inline struct srnic_qp *to_srnic_qp(struct ib_qp *ibqp)
 static inline struct srnic_srq *to_srnic_srq(struct ib_srq *ibsrq)
 {
 	return container_of(ibsrq, struct srnic_srq, ibsrq);
+}
+
+/*
+ * Whether the QP's transport acknowledges (RC): UC shares RC's requester
+ * and responder, without ACKs, retransmission, timers, RNR, READ and
+ * atomics.
+ */
+static inline bool srnic_qp_acked(const struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC;
 }
 
 /*
@@ -1026,7 +1040,7 @@ struct srnic_txd {
 };
 
 int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd);
-bool srnic_wqe_opcode_supported(u8 opcode);
+bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode);
 u32 srnic_rnr_timer_usecs_of(u8 code);
 
 /* Is a send WQE's IB_WR_* opcode compare & swap or fetch & add? */

@@ -34,6 +34,7 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_RNR_NAKS_RECEIVED] = { .name = "rnr_naks_received" },
 	[SRNIC_CNT_RX_DROP_BAD_QKEY] = { .name = "rx_drop_bad_qkey" },
 	[SRNIC_CNT_RX_DROP_NO_RECV_WQE] = { .name = "rx_drop_no_recv_wqe" },
+	[SRNIC_CNT_RX_DROP_UC] = { .name = "rx_drop_uc_message" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);

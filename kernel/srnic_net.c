@@ -210,8 +210,8 @@ static_assert(sizeof(struct srnic_pkt) <= sizeof_field(struct sk_buff, cb));
 
 /*
  * Whether @qp takes @pkt: an opcode of the QP's type, a state that receives
- * it, and for RC the addresses of the QP's connection (RC peers are
- * identified by them). A UD QP takes datagrams from anyone from RTR on;
+ * it, and for RC and UC the addresses of the QP's connection (connected
+ * peers are identified by them). A UD QP takes datagrams from anyone from RTR on;
  * its task checks the Q_Key.
  */
 static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
@@ -220,13 +220,15 @@ static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 	/* Pairs with the release in srnic_qp_enter_state(). */
 	enum ib_qp_state state = smp_load_acquire(&qp->state);
 	const struct srnic_path *path = &qp->path;
+	u8 transport = qp->ibqp.qp_type == IB_QPT_UC ? SRNIC_TRANSPORT_UC :
+						       SRNIC_TRANSPORT_RC;
 
 	if (qp->ibqp.qp_type == IB_QPT_UD)
 		return (pkt->opcode & SRNIC_OPCODE_TRANSPORT_MASK) ==
 		       SRNIC_TRANSPORT_UD &&
 		       (state == IB_QPS_RTR || state == IB_QPS_RTS ||
 			state == IB_QPS_SQD || state == IB_QPS_SQE);
-	if ((pkt->opcode & SRNIC_OPCODE_TRANSPORT_MASK) != SRNIC_TRANSPORT_RC)
+	if ((pkt->opcode & SRNIC_OPCODE_TRANSPORT_MASK) != transport)
 		return false;
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD &&
 	    state != IB_QPS_SQE &&

@@ -2,7 +2,7 @@
 /*
  * srnic: queue pairs, their control path and flushing.
  *
- * An RC or UD QP is two rings (srnic-abi.h): the SQ of 64-byte struct
+ * An RC, UC or UD QP is two rings (srnic-abi.h): the SQ of 64-byte struct
  * srnic_send_wqe headers followed by SGEs or inline data, and the RQ of
  * struct srnic_recv_wqe followed by SGEs (none for a QP attached to an SRQ,
  * srnic_srq.c, whose ring has the RQ's format). For user QPs the provider fills
@@ -61,7 +61,10 @@ static const u8 srnic_send_wc_opcode[] = {
 static_assert((int)IB_WR_RDMA_WRITE == (int)IB_UVERBS_WR_RDMA_WRITE &&
 	      (int)IB_WR_SEND_WITH_INV == (int)IB_UVERBS_WR_SEND_WITH_INV);
 
-/* Send opcodes kernel RC QPs may post (the provider has its own list). */
+/*
+ * Send opcodes kernel RC QPs may post (UC: not READ and atomics; the
+ * provider has its own list).
+ */
 static const bool srnic_kernel_send_opcode_ok[] = {
 	[IB_WR_RDMA_WRITE] = true,
 	[IB_WR_RDMA_WRITE_WITH_IMM] = true,
@@ -78,8 +81,11 @@ static bool srnic_kernel_send_opcode_valid(enum ib_qp_type qp_type,
 {
 	if (qp_type == IB_QPT_UD)
 		return opcode == IB_WR_SEND || opcode == IB_WR_SEND_WITH_IMM;
-	return opcode < ARRAY_SIZE(srnic_kernel_send_opcode_ok) &&
-	       srnic_kernel_send_opcode_ok[opcode];
+	if (opcode >= ARRAY_SIZE(srnic_kernel_send_opcode_ok) ||
+	    !srnic_kernel_send_opcode_ok[opcode])
+		return false;
+	/* UC has SENDs and WRITEs only. */
+	return qp_type != IB_QPT_UC || !srnic_wr_is_rd_atomic(opcode);
 }
 
 u8 srnic_wqe_wc_opcode(u8 wr_opcode)
@@ -359,7 +365,7 @@ static int srnic_qp_map_rings(struct srnic_qp *qp, struct ib_udata *udata)
  *	  what the rings actually hold
  * @udata: driver data of a user QP; NULL for a kernel QP
  *
- * RC and UD. A QP with an SRQ (@init->srq) has no RQ: its receive
+ * RC, UC and UD. A QP with an SRQ (@init->srq) has no RQ: its receive
  * capabilities are ignored and reported as zero.
  */
 int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -371,7 +377,8 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 qpn, sq_payload;
 	int err;
 
-	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD) ||
+	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
+	     init->qp_type != IB_QPT_UD) ||
 	    init->create_flags ||
 	    (init->srq && init->srq->srq_type != IB_SRQT_BASIC))
 		return -EOPNOTSUPP;
@@ -647,7 +654,7 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	srnic_qp_store_attrs(qp, attr, mask);
 	if (mask & IB_QP_STATE) {
 		if (new == IB_QPS_RTR && cur != IB_QPS_RTR &&
-		    ibqp->qp_type == IB_QPT_RC) {
+		    ibqp->qp_type != IB_QPT_UD) {
 			err = srnic_rc_resolve_dest(qp);
 			if (err)
 				goto out_unlock;

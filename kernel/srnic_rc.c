@@ -369,8 +369,9 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 
 	*status = IB_WC_SUCCESS;
 	if (!dest || !srnic_responder_ready(dest)) {
-		/* Nobody answers: what retries would end in. */
-		*status = IB_WC_RETRY_EXC_ERR;
+		/* Nobody answers: what retries would end in (UC: lost). */
+		if (srnic_qp_acked(qp))
+			*status = IB_WC_RETRY_EXC_ERR;
 		goto out;
 	}
 
@@ -419,9 +420,22 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 	/* The responder's RNR NAK carries its timer. */
 	if (rnr)
 		qp->req.rnr_timer = READ_ONCE(dest->attrs.min_rnr_timer);
-	/* A responder that detected an error goes to the error state. */
-	if (*status == IB_WC_REM_ACCESS_ERR || *status == IB_WC_REM_INV_REQ_ERR)
+	/*
+	 * A responder that detected an error goes to the error state. A UC
+	 * responder drops a message with a remote error (bad R_Key, no
+	 * receive WQE) silently, and a UC requester learns of nothing.
+	 */
+	if (!srnic_qp_acked(qp)) {
+		if (rnr || (*status != IB_WC_SUCCESS && !dest_fatal))
+			srnic_count(to_srnic_dev(dest->ibqp.device),
+				    rnr ? SRNIC_CNT_RX_DROP_NO_RECV_WQE :
+					  SRNIC_CNT_RX_DROP_UC);
+		rnr = false;
+		*status = IB_WC_SUCCESS;
+	} else if (*status == IB_WC_REM_ACCESS_ERR ||
+		   *status == IB_WC_REM_INV_REQ_ERR) {
 		dest_fatal = true;
+	}
 	if (dest_fatal)
 		srnic_qp_to_error(dest, IB_EVENT_QP_REQ_ERR);
 out:
@@ -432,17 +446,25 @@ out:
 
 /* ---- The requester ---------------------------------------------------- */
 
-bool srnic_wqe_opcode_supported(u8 opcode)
+/**
+ * srnic_wqe_opcode_supported() - may a send WQE of @qp carry @opcode?
+ * @qp: an RC or UC QP
+ * @opcode: the WQE's opcode (IB_WR_*), from the ring: untrusted
+ *
+ * A WQE that may not completes with IB_WC_LOC_QP_OP_ERR.
+ */
+bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode)
 {
 	switch (opcode) {
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return true;
 	case IB_WR_RDMA_READ:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		return true;
+		return srnic_qp_acked(qp);	/* not on UC */
 	default:
 		return false;
 	}
@@ -602,7 +624,7 @@ static bool srnic_req_step(struct srnic_qp *qp)
 	if (!srnic_req_fetch(qp))
 		return false;
 
-	if (!srnic_wqe_opcode_supported(wqe->opcode))
+	if (!srnic_wqe_opcode_supported(qp, wqe->opcode))
 		status = IB_WC_LOC_QP_OP_ERR;
 	else
 		status = srnic_req_local_sgl(qp, wqe, local);

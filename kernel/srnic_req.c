@@ -23,6 +23,11 @@
  * IB_WC_RNR_RETRY_EXC_ERR. Other NAKs complete it with the matching remote
  * error. Any error completion moves the QP to the error state, which
  * flushes the WQEs behind it.
+ *
+ * A UC QP (srnic_qp_acked() false) sends the same packets with UC opcodes
+ * and without AckReq, and expects no answer: each packet handed off counts
+ * as acknowledged (the window never closes), and a WQE completes once its
+ * last packet is handed off. Nothing is sent again; no timer runs.
  */
 
 #include <linux/jiffies.h>
@@ -137,7 +142,7 @@ static enum ib_wc_status srnic_req_load(struct srnic_qp *qp, u32 index)
 	req->sgl_index = 0;
 	if (!srnic_req_snapshot(qp, index))
 		return IB_WC_WR_FLUSH_ERR;
-	if (!srnic_wqe_opcode_supported(req->wqe->opcode))
+	if (!srnic_wqe_opcode_supported(qp, req->wqe->opcode))
 		return IB_WC_LOC_QP_OP_ERR;
 	status = srnic_req_local_sgl(qp, req->wqe, &req->sgl);
 	if (status == IB_WC_SUCCESS)
@@ -203,6 +208,8 @@ static bool srnic_req_take(struct srnic_qp *qp)
 
 /* ---- Sending ---------------------------------------------------------- */
 
+static void srnic_req_ack(struct srnic_qp *qp, u32 psn);
+
 /* The BTH opcode of a packet (RC's transport bits are 0). */
 static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
 			   bool last)
@@ -249,6 +256,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 	const struct srnic_send_wqe *wqe;
 	enum ib_wc_status status;
 	unsigned int sent = 0;
+	u32 psn;
 
 	status = srnic_req_load(qp, req->send_index);
 	if (status != IB_WC_SUCCESS) {
@@ -313,14 +321,24 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 				      inflight == req->cwnd / 2;
 			txd.solicited = last && (wqe->flags & SRNIC_WQE_SOLICITED);
 		}
+		if (!srnic_qp_acked(qp)) {
+			txd.opcode |= SRNIC_TRANSPORT_UC;
+			txd.ack_req = false;
+		}
 		srnic_rc_tx(qp, &txd);
 		sent++;
+		psn = req->send_psn;
 		if (last) {
 			req->send_index++;
 			req->send_psn = srnic_psn_add(rw->last_psn, 1);
-			break;
+		} else {
+			req->send_psn = srnic_psn_add(req->send_psn, 1);
 		}
-		req->send_psn = srnic_psn_add(req->send_psn, 1);
+		/* UC: handed off is as good as it gets (the last completes). */
+		if (!srnic_qp_acked(qp))
+			srnic_req_ack(qp, psn);
+		if (last || READ_ONCE(qp->state) == IB_QPS_ERR)
+			break;
 	}
 	return sent;
 }

@@ -19,6 +19,15 @@
  * ACKs are coalesced: a request with AckReq only marks an ACK as owed, and
  * one ACK of the last PSN executed goes out when the batch of received
  * packets ends, or before anything else the responder sends.
+ *
+ * A UC QP (srnic_qp_acked() false) receives SENDs and WRITEs the same way
+ * but never answers (IBTA 9.7.6, rxe's check_psn for UC): a packet that is
+ * not the expected PSN, or out of the message's opcode sequence, drops the
+ * message in progress (its receive WQE stays for the next message, without
+ * a completion) and everything up to the next FIRST or ONLY, where the PSN
+ * resynchronises. A message with a remote error (R_Key, length) or no
+ * receive WQE is dropped the same way, counted, and the QP carries on;
+ * errors of the receive WQE itself move the QP to the error state as on RC.
  */
 
 #include <linux/highmem.h>
@@ -33,6 +42,7 @@ enum srnic_resp_verdict {
 	SRNIC_RESP_OK,		/* executed: epsn moves on */
 	SRNIC_RESP_RNR,		/* RNR NAK sent: the requester retries */
 	SRNIC_RESP_FATAL,	/* NAK sent: the QP goes to the error state */
+	SRNIC_RESP_DROP,	/* UC: the message is dropped, the QP goes on */
 };
 
 static u32 srnic_aeth(u8 type, u8 value, u32 msn)
@@ -131,6 +141,23 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 {
 	struct srnic_resp *resp = &qp->resp;
 
+	/*
+	 * UC: a remote error drops the message silently; the receive WQE's
+	 * own errors (bad SGEs, a SEND too long for it) are fatal as on RC,
+	 * without the NAK.
+	 */
+	if (!srnic_qp_acked(qp)) {
+		if (nak != SRNIC_NAK_REMOTE_OPERATIONAL_ERROR &&
+		    !(recv_status == IB_WC_LOC_LEN_ERR &&
+		      resp->msg == SRNIC_RESP_SEND))
+			return SRNIC_RESP_DROP;
+		resp->fatal_event = IB_EVENT_QP_FATAL;
+		if (resp->have_rwqe)
+			srnic_resp_complete(qp, recv_status, IB_WC_RECV, 0,
+					    NULL, NULL);
+		srnic_resp_end_message(qp);
+		return SRNIC_RESP_FATAL;
+	}
 	/* IBTA 11.6.3.1: the affiliated event the error state reports. */
 	resp->fatal_event = nak == SRNIC_NAK_REMOTE_ACCESS_ERROR ?
 			    IB_EVENT_QP_ACCESS_ERR :
@@ -152,6 +179,11 @@ static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
 	if (resp->have_rwqe)
 		return SRNIC_RESP_OK;
 	if (!srnic_rq_take(qp, resp->rwqe)) {
+		if (!srnic_qp_acked(qp)) {
+			srnic_count(to_srnic_dev(qp->ibqp.device),
+				    SRNIC_CNT_RX_DROP_NO_RECV_WQE);
+			return SRNIC_RESP_DROP;
+		}
 		srnic_resp_nak(qp, pkt->psn, SRNIC_AETH_RNR_NAK,
 			       READ_ONCE(qp->attrs.min_rnr_timer));
 		/* Its followers are expected to be out of sequence. */
@@ -587,6 +619,60 @@ bool srnic_resp_went_back(struct srnic_qp *qp)
 	return true;
 }
 
+/*
+ * UC: drop the packet @pkt and the rest of its message (none after a
+ * LAST or ONLY). The message in progress ends without a completion; a
+ * receive WQE it took stays for the next message.
+ */
+static void srnic_resp_uc_drop(struct srnic_qp *qp,
+			       const struct srnic_pkt *pkt)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_DROP_UC);
+	srnic_resp_end_message(qp);
+	resp->drop_msg = !(pkt->flags & SRNIC_OPF_LAST);
+	resp->epsn = srnic_psn_add(pkt->psn, 1);
+}
+
+/*
+ * UC: may @pkt be executed? A PSN ahead of epsn means packets were lost,
+ * and a packet out of the opcode sequence cannot continue the message: the
+ * message in progress is dropped, and a FIRST or ONLY starts the next one
+ * at its PSN. A PSN behind epsn (within half the PSN space) is a duplicate
+ * or a packet overtaken on the way: it is dropped and changes nothing, so
+ * messages are delivered in order and at most once (rxe would resync on
+ * it).
+ */
+static bool srnic_resp_uc_accept(struct srnic_qp *qp,
+				 const struct srnic_pkt *pkt)
+{
+	struct srnic_resp *resp = &qp->resp;
+	int cmp = srnic_psn_cmp(pkt->psn, resp->epsn);
+
+	if (cmp < 0) {
+		srnic_count(to_srnic_dev(qp->ibqp.device),
+			    SRNIC_CNT_RX_DUPLICATE);
+		return false;
+	}
+	if (cmp > 0)
+		srnic_count(to_srnic_dev(qp->ibqp.device),
+			    SRNIC_CNT_RX_OUT_OF_SEQUENCE);
+	else if (!resp->drop_msg && srnic_resp_sequence_ok(qp, pkt))
+		return true;
+	if (!(pkt->flags & SRNIC_OPF_FIRST)) {
+		srnic_resp_uc_drop(qp, pkt);
+		return false;
+	}
+	if (resp->msg != SRNIC_RESP_IDLE)
+		srnic_count(to_srnic_dev(qp->ibqp.device),
+			    SRNIC_CNT_RX_DROP_UC);
+	srnic_resp_end_message(qp);
+	resp->drop_msg = false;
+	resp->epsn = pkt->psn;
+	return true;
+}
+
 /**
  * srnic_resp_rx_request() - a request packet for the QP's responder
  * @qp: the QP, called from its task
@@ -602,6 +688,11 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
 	    state == IB_QPS_ERR)
 		goto out;
+	if (!srnic_qp_acked(qp)) {
+		if (srnic_resp_uc_accept(qp, pkt))
+			goto execute;
+		goto out;
+	}
 	cmp = srnic_psn_cmp(pkt->psn, resp->epsn);
 	if (cmp > 0) {
 		srnic_count(to_srnic_dev(qp->ibqp.device),
@@ -618,17 +709,21 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 		goto out;
 	}
 
+execute:
 	switch (srnic_resp_execute(qp, skb, pkt)) {
 	case SRNIC_RESP_OK:
 		resp->nak_seq_sent = false;
 		if (!(pkt->flags & SRNIC_OPF_READ)) {
 			resp->epsn = srnic_psn_add(resp->epsn, 1);
 			/* An atomic was answered by its ATOMIC_ACKNOWLEDGE. */
-			if (pkt->ack_req && !pkt->atmeth)
+			if (pkt->ack_req && !pkt->atmeth && srnic_qp_acked(qp))
 				resp->ack_pending = true;
 		}
 		break;
 	case SRNIC_RESP_RNR:
+		break;
+	case SRNIC_RESP_DROP:
+		srnic_resp_uc_drop(qp, pkt);
 		break;
 	case SRNIC_RESP_FATAL:
 		srnic_qp_to_error(qp, resp->fatal_event);
@@ -741,6 +836,7 @@ void srnic_resp_reset(struct srnic_qp *qp)
 	resp->have_rwqe = false;
 	resp->ack_pending = false;
 	resp->nak_seq_sent = false;
+	resp->drop_msg = false;
 	/* A new connection starts with no atomic to replay. */
 	if (resp->atomics)
 		memset(resp->atomics, 0,

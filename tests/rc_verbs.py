@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""A connected RC QP pair over a topology (tests/topology.py), with pyverbs.
+"""A connected RC (or UC) QP pair over a topology (tests/topology.py), with
+pyverbs.
 
 Side a and side b each have a context, PD, CQ (optionally with a completion
 channel) and one RC QP on their end's device; RCPair.connect() takes both
@@ -38,6 +39,10 @@ RTR_MASK = (e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
             e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
 RTS_MASK = (e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT |
             e.IBV_QP_RNR_RETRY | e.IBV_QP_SQ_PSN | e.IBV_QP_MAX_QP_RD_ATOMIC)
+# UC has no ACKs: no RNR timer, retries, timeout or READ/atomic resources.
+UC_RTR_MASK = (e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+               e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN)
+UC_RTS_MASK = e.IBV_QP_STATE | e.IBV_QP_SQ_PSN
 
 WC_STATUS = {getattr(e, n): n for n in dir(e) if n.startswith("IBV_WC_")
              and n.endswith(("_ERR", "SUCCESS"))}
@@ -84,11 +89,12 @@ def close_all():
 
 
 class Side:
-    """Context, PD, CQ (+ channel) and an RC QP on one end's device."""
+    """Context, PD, CQ (+ channel) and an RC (or qp_type) QP on one end's
+    device."""
 
     def __init__(self, end, max_send_wr=64, max_recv_wr=64, max_send_sge=4,
                  max_recv_sge=4, max_inline_data=0, sq_sig_all=0,
-                 cq_depth=512, channel=False):
+                 cq_depth=512, channel=False, qp_type=e.IBV_QPT_RC):
         self.end = end
         self.ctx = Context(name=end.name)
         OPEN_CONTEXTS.append(self.ctx)
@@ -104,7 +110,7 @@ class Side:
                     max_send_sge=min(max_send_sge, self.dev_attr.max_sge),
                     max_recv_sge=min(max_recv_sge, self.dev_attr.max_sge),
                     max_inline_data=max_inline_data)
-        self.init_attr = QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq,
+        self.init_attr = QPInitAttr(qp_type=qp_type, scq=self.cq,
                                     rcq=self.cq, cap=cap,
                                     sq_sig_all=sq_sig_all)
         self.qp = QP(self.pd, self.init_attr)
@@ -193,13 +199,15 @@ def wc_text(wc):
 
 
 class RCPair:
-    """Side a and side b, RC QPs connected to each other. qp_access is
-    the remote access both QPs grant (set at INIT)."""
+    """Side a and side b, RC QPs (or qp_type: UC) connected to each
+    other. qp_access is the remote access both QPs grant (set at INIT)."""
 
     def __init__(self, topo, a_kw=None, b_kw=None, qp_access=ACCESS_ALL,
-                 **kw):
+                 qp_type=e.IBV_QPT_RC, **kw):
         self.topo = topo
         self.qp_access = qp_access
+        self.qp_type = qp_type
+        kw["qp_type"] = qp_type
         self.a = Side(topo.a, **{**kw, **(a_kw or {})})
         self.b = Side(topo.b, **{**kw, **(b_kw or {})})
         self.mtu = min(self.a.port_attr.active_mtu,
@@ -239,14 +247,14 @@ class RCPair:
             a.rq_psn = self.psn[peer]
             a.max_dest_rd_atomic = min(16, side.dev_attr.max_qp_rd_atom)
             a.min_rnr_timer = min_rnr_timer
-            mask = RTR_MASK
+            mask = RTR_MASK if self.qp_type == e.IBV_QPT_RC else UC_RTR_MASK
         elif state == RTS:
             a.timeout = timeout
             a.retry_cnt = retry_cnt
             a.rnr_retry = rnr_retry
             a.sq_psn = self.psn[side]
             a.max_rd_atomic = min(16, side.dev_attr.max_qp_rd_atom)
-            mask = RTS_MASK
+            mask = RTS_MASK if self.qp_type == e.IBV_QPT_RC else UC_RTS_MASK
         else:
             mask = e.IBV_QP_STATE
         try:

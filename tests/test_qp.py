@@ -180,7 +180,7 @@ def test_create_invalid_caps(env, field):
     assert ex.value.error_code == errno.EINVAL
 
 
-@pytest.mark.parametrize("qp_type", [e.IBV_QPT_UC])
+@pytest.mark.parametrize("qp_type", [e.IBV_QPT_RAW_PACKET])
 def test_other_types_unsupported(env, qp_type):
     with pytest.raises(PyverbsRDMAError) as ex:
         env.qp(qp_type=qp_type)

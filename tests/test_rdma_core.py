@@ -28,7 +28,7 @@ MIN_PASSED = {
     "test_cq": 3,
     "test_cq_events": 2,
     "test_cqex": 4,
-    "test_qp": 16,
+    "test_qp": 21,
     "test_qpex": 16,
     "test_addr": 3,
     "test_atomic": 7,

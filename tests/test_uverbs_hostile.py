@@ -37,11 +37,11 @@ from conftest import RoceDevice
 from uverbs_raw import (
     ACCESS_ALL, CTRL_CONSUMER, CTRL_FLAGS, CTRL_NOTIFY, CTRL_NOTIFY_SEQ,
     CTRL_PRODUCER, ERR, EVENT_CQ_ERR, INIT, QP_ACCESS_FLAGS, QP_PKEY_INDEX,
-    QP_PORT, QP_STATE, QPT_UC, QPT_UD, QUEUE_ERROR, RESET, RTS,
-    SRNIC_ABI_VERSION, WC_LOC_PROT_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR,
-    WC_SUCCESS, WC_WR_FLUSH_ERR,
-    WQE_SIGNALED, WR_RDMA_WRITE, WR_SEND, QueueDesc, RawContext, RecvWr,
-    SendWr, errno_of, ipv4_gid_bytes)
+    QP_PORT, QP_STATE, QPT_RAW_PACKET, QPT_RC, QPT_UC, QPT_UD, QUEUE_ERROR,
+    RESET, RTS, SRNIC_ABI_VERSION, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR,
+    WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_SUCCESS, WC_WR_FLUSH_ERR,
+    WQE_SIGNALED, WR_RDMA_READ, WR_RDMA_WRITE, WR_SEND, QueueDesc, RawContext,
+    RecvWr, SendWr, errno_of, ipv4_gid_bytes)
 
 EINVAL, EOPNOTSUPP, ENOENT = errno.EINVAL, errno.EOPNOTSUPP, errno.ENOENT
 EBUSY, EBADF = errno.EBUSY, errno.EBADF
@@ -243,7 +243,8 @@ def test_create_qp_largest(qpenv):
 
 
 @pytest.mark.parametrize("qp_type,code", [
-    (QPT_UC, EOPNOTSUPP), (QPT_UD, None), (99, EINVAL)])
+    (QPT_UC, None), (QPT_UD, None), (QPT_RAW_PACKET, EOPNOTSUPP),
+    (99, EINVAL)])
 def test_create_qp_type(qpenv, qp_type, code):
     c, pd, cq = qpenv
     assert errno_of(c.create_qp, pd, cq, qp_type=qp_type) == code
@@ -426,7 +427,8 @@ class Loop:
     """Two raw RC QPs, a -> b, on one device (local delivery) or on the two
     ends of a topology, each with its own CQ and MR, rings mapped."""
 
-    def __init__(self, end_a, end_b, max_send_wr=16, rnr_retry=7):
+    def __init__(self, end_a, end_b, max_send_wr=16, rnr_retry=7,
+                 qp_type=QPT_RC):
         self.ends = (end_a, end_b)
         self.ctx = [raw(end_a.name), raw(end_b.name)]
         self.pd = [c.alloc_pd() for c in self.ctx]
@@ -434,7 +436,7 @@ class Loop:
         for cq in self.cq:
             cq.map()
         self.qp = [c.create_qp(pd, cq, max_send_wr=max_send_wr,
-                               max_recv_wr=64)
+                               max_recv_wr=64, qp_type=qp_type)
                    for c, pd, cq in zip(self.ctx, self.pd, self.cq)]
         for qp in self.qp:
             qp.map()
@@ -444,7 +446,8 @@ class Loop:
             self.ctx[i].connect_rc(self.qp[i], self.qp[peer].qpn,
                                    ipv4_gid_bytes(self.ends[peer].addr),
                                    self.ends[i].gid_index,
-                                   rnr_retry=rnr_retry)
+                                   rnr_retry=rnr_retry,
+                                   uc=qp_type == QPT_UC)
 
     def write(self, wr_id, length=1024, flags=WQE_SIGNALED, ring=True):
         a, mr_a, mr_b = self.qp[0], self.mr[0], self.mr[1]
@@ -495,6 +498,22 @@ def test_raw_loop_works(loop):
     assert [c["status"] for c in loop.wait_cqes(0, 1)] == [WC_SUCCESS]
     assert [(c["wr_id"], c["status"], c["byte_len"])
             for c in loop.wait_cqes(1, 1)] == [(100, WC_SUCCESS, 64)]
+
+
+def test_uc_ring_wqe_with_read_fails(dev):
+    """A UC QP's ring WQE with a READ (which the provider would refuse
+    with EINVAL) completes with LOC_QP_OP_ERR and moves the QP to the error
+    state; the WRITE before it was executed."""
+    loop = Loop(dev, dev, qp_type=QPT_UC)
+    a, mr_a, mr_b = loop.qp[0], loop.mr[0], loop.mr[1]
+    loop.write(1, ring=False)
+    a.write_send(2, WR_RDMA_READ, [(mr_a.addr, 64, mr_a.lkey)],
+                 remote_addr=mr_b.addr, rkey=mr_b.rkey)
+    a.doorbell_sq()
+    cqes = loop.wait_cqes(0, 2)
+    assert [(c["wr_id"], c["status"]) for c in cqes] == \
+        [(1, WC_SUCCESS), (2, WC_LOC_QP_OP_ERR)]
+    loop.wait_state(0, ERR)
 
 
 @pytest.mark.parametrize("delta", [17, 1 << 20, 0x7fffffff, 0x80000000,

@@ -37,7 +37,7 @@ CMD_FLAG_EXTENDED = 0x80000000
 
 # enum ib_qp_state, ib_qp_type, ib_qp_attr_mask, access flags, MTU
 RESET, INIT, RTR, RTS, SQD, SQE, ERR = range(7)
-QPT_RC, QPT_UC, QPT_UD = 2, 3, 4
+QPT_RC, QPT_UC, QPT_UD, QPT_RAW_PACKET = 2, 3, 4, 8
 QP_STATE, QP_CUR_STATE = 1 << 0, 1 << 1
 QP_ACCESS_FLAGS, QP_PKEY_INDEX, QP_PORT = 1 << 3, 1 << 4, 1 << 5
 QP_AV, QP_PATH_MTU, QP_TIMEOUT, QP_RETRY_CNT = 1 << 7, 1 << 8, 1 << 9, 1 << 10
@@ -544,21 +544,25 @@ class RawContext:
     # -- RC connection ------------------------------------------------------
 
     def connect_rc(self, qp, dest_qpn, dgid, sgid_index, psn=0x100,
-                   dest_psn=0x100, timeout=14, retry_cnt=7, rnr_retry=7):
-        """RESET -> INIT -> RTR -> RTS towards (dgid, dest_qpn)."""
+                   dest_psn=0x100, timeout=14, retry_cnt=7, rnr_retry=7,
+                   uc=False):
+        """RESET -> INIT -> RTR -> RTS towards (dgid, dest_qpn); uc: with
+        UC's attribute masks (no RNR, retry, timeout, READ resources)."""
         self.modify_qp(qp, QP_STATE | QP_PKEY_INDEX | QP_PORT |
                        QP_ACCESS_FLAGS, qp_state=INIT, port_num=1,
                        qp_access_flags=ACCESS_ALL)
         dest = QpDest(sgid_index=sgid_index, hop_limit=64, is_global=1,
                       port_num=1)
         dest.dgid[:] = list(dgid)
+        rc_only = QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER
         self.modify_qp(qp, QP_STATE | QP_AV | QP_PATH_MTU | QP_DEST_QPN |
-                       QP_RQ_PSN | QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER,
+                       QP_RQ_PSN | (0 if uc else rc_only),
                        qp_state=RTR, dest=dest, path_mtu=MTU_1024,
                        dest_qp_num=dest_qpn, rq_psn=dest_psn,
                        max_dest_rd_atomic=4, min_rnr_timer=1)
-        self.modify_qp(qp, QP_STATE | QP_TIMEOUT | QP_RETRY_CNT |
-                       QP_RNR_RETRY | QP_SQ_PSN | QP_MAX_QP_RD_ATOMIC,
+        rc_only = (QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY |
+                   QP_MAX_QP_RD_ATOMIC)
+        self.modify_qp(qp, QP_STATE | QP_SQ_PSN | (0 if uc else rc_only),
                        qp_state=RTS, timeout=timeout, retry_cnt=retry_cnt,
                        rnr_retry=rnr_retry, sq_psn=psn, max_rd_atomic=4)
 

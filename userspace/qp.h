@@ -39,7 +39,7 @@ struct Qp {
 	// As last set by modify_qp (the kernel may move the QP to the error
 	// state on its own; the rings' ERROR flag covers that).
 	std::atomic<ibv_qp_state> state{IBV_QPS_RESET};
-	ibv_qp_type type = IBV_QPT_RC; // RC or UD: what a send WQE carries
+	ibv_qp_type type = IBV_QPT_RC; // RC, UC or UD: what a send WQE carries
 	uint32_t sq_max_sge = 0;
 	uint32_t rq_max_sge = 0;
 	uint32_t max_inline = 0;
@@ -87,6 +87,14 @@ inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> rc_send_opcode_supported =
 inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> ud_send_opcode_supported = [] {
 	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
 	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = true;
+	return ok;
+}();
+
+// Send opcodes a UC QP accepts (no READ, no atomics), indexed by IBV_WR_*.
+inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> uc_send_opcode_supported = [] {
+	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
+	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = true;
+	ok[IBV_WR_RDMA_WRITE] = ok[IBV_WR_RDMA_WRITE_WITH_IMM] = true;
 	return ok;
 }();
 
@@ -216,8 +224,9 @@ inline int encode_send_wqe_inline(const Qp &qp, srnic_send_wqe &wqe, const Buf *
 // Whether a QP of this type accepts this IBV_WR_* opcode, any value.
 [[nodiscard]] constexpr bool send_opcode_supported(ibv_qp_type type, unsigned int opcode) noexcept
 {
-	const auto &supported =
-		type == IBV_QPT_UD ? ud_send_opcode_supported : rc_send_opcode_supported;
+	const auto &supported = type == IBV_QPT_UD   ? ud_send_opcode_supported
+				: type == IBV_QPT_UC ? uc_send_opcode_supported
+						     : rc_send_opcode_supported;
 	return opcode < supported.size() && supported[opcode];
 }
 

@@ -214,6 +214,38 @@ TEST_F(QpPostTest, UdSendChecks)
 	EXPECT_EQ(load_acquire(sq_mem_.ctrl().producer), 0u) << "nothing published";
 }
 
+TEST_F(QpPostTest, UcSendChecks)
+{
+	qp_->type = IBV_QPT_UC;
+	ibv_sge sge = {0x3000, 30, 9};
+	ibv_send_wr wr = {};
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	ibv_send_wr *bad = nullptr;
+
+	// UC has no READ and no atomics.
+	for (ibv_wr_opcode op : {IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP,
+				 IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_SEND_WITH_INV}) {
+		wr.opcode = op;
+		bad = nullptr;
+		EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL) << op;
+		EXPECT_EQ(bad, &wr);
+	}
+	EXPECT_EQ(load_acquire(sq_mem_.ctrl().producer), 0u) << "nothing published";
+
+	// SEND, SEND with immediate, WRITE and WRITE with immediate are posted.
+	uint32_t posted = 0;
+	for (ibv_wr_opcode op : {IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+				 IBV_WR_RDMA_WRITE_WITH_IMM}) {
+		wr.opcode = op;
+		wr.wr.rdma.remote_addr = 0x7f0000001000;
+		wr.wr.rdma.rkey = 0x4321;
+		bad = nullptr;
+		EXPECT_EQ(post_send(ibqp(), &wr, &bad), 0) << op;
+		EXPECT_EQ(load_acquire(sq_mem_.ctrl().producer), ++posted);
+	}
+}
+
 TEST_F(QpPostTest, AtomicsFillTheAtomicUnion)
 {
 	ibv_sge sge = {0x3000, 8, 11};

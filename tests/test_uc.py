@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: GPL-2.0
+"""UC (unreliable connected) traffic through pyverbs over every topology
+(tests/topology.py): SEND, SEND with immediate, RDMA WRITE and WRITE with
+immediate, single- and multi-packet, payloads compared byte for byte; the
+post errnos of what UC lacks (READ, atomics: EINVAL); a SEND that finds no
+receive WQE is dropped (no RNR, no retry, the requester completes it) and
+the next one is delivered; many messages arrive in order; and
+ibv_uc_pingpong with -c (every received buffer checked).
+
+Sizes stay at 64 packets or fewer: UC never sends anything again, so a
+burst that overflows a queue on the way (veth's backlog, rxe's) would be a
+real loss, which is test_uc_loss.py's subject, not this suite's.
+
+Run against rxe to validate the suite: SRNIC_TEST_DEVICE_KIND=rxe.
+"""
+import errno
+import itertools
+import random
+
+import pytest
+
+pytest.importorskip("pyverbs")
+import pyverbs.enums as e  # noqa: E402
+from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
+
+import harness  # noqa: E402
+from perftools import run_pair  # noqa: E402
+from rc_verbs import (RCPair, close_all, recv_wr, send_wr,  # noqa: E402
+                      sge, status_name)
+from topology import topology  # noqa: E402,F401 (fixture)
+
+SIZES = [1, 63, 1024, 4097, 65536 + 3]
+rng = random.Random(0x0c0c)
+ports = itertools.count(18900)
+
+
+def payload(n):
+    return rng.randbytes(n)
+
+
+@pytest.fixture(autouse=True)
+def close_contexts():
+    yield
+    close_all()
+
+
+@pytest.fixture
+def uc(topology):
+    p = RCPair(topology, qp_type=e.IBV_QPT_UC)
+    p.connect()
+    yield p
+    p.close()
+
+
+def check_ok(wc, wr_id, opcode, byte_len=None):
+    assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
+    assert wc.wr_id == wr_id
+    assert wc.opcode == opcode
+    if byte_len is not None:
+        assert wc.byte_len == byte_len
+
+
+def test_qp_type(uc):
+    for side in uc.sides():
+        _, init = side.qp.query(e.IBV_QP_CAP)
+        assert init.qp_type == e.IBV_QPT_UC
+        assert side.state() == e.IBV_QPS_RTS
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("imm", [False, True], ids=["send", "send_imm"])
+def test_send(uc, size, imm):
+    a, b = uc.a, uc.b
+    data = payload(size)
+    src, dst = a.mr(size), b.mr(size + 64)
+    src.write(data, size)
+    b.qp.post_recv(recv_wr(7, [sge(dst)]))
+    opcode = e.IBV_WR_SEND_WITH_IMM if imm else e.IBV_WR_SEND
+    a.qp.post_send(send_wr(1, opcode, [sge(src)],
+                           imm=0x12345678 if imm else 0))
+    check_ok(a.poll()[0], 1, e.IBV_WC_SEND)
+    wc = b.poll()[0]
+    check_ok(wc, 7, e.IBV_WC_RECV, size)
+    assert wc.qp_num == b.qp.qp_num
+    if imm:
+        assert wc.wc_flags & e.IBV_WC_WITH_IMM
+        assert wc.imm_data == 0x12345678
+    else:
+        assert not wc.wc_flags & e.IBV_WC_WITH_IMM
+    assert dst.read(size, 0) == data
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("imm", [False, True], ids=["write", "write_imm"])
+def test_rdma_write(uc, size, imm):
+    a, b = uc.a, uc.b
+    data = payload(size)
+    guard = payload(64)
+    src, dst = a.mr(size), b.mr(size + 128)
+    src.write(data, size)
+    dst.write(guard, 64, 0)
+    dst.write(guard, 64, 64 + size)
+    if imm:
+        b.qp.post_recv(recv_wr(8, []))
+    opcode = e.IBV_WR_RDMA_WRITE_WITH_IMM if imm else e.IBV_WR_RDMA_WRITE
+    a.qp.post_send(send_wr(2, opcode, [sge(src)],
+                           imm=0x0badcafe if imm else 0, remote=(dst, 64)))
+    check_ok(a.poll()[0], 2, e.IBV_WC_RDMA_WRITE)
+    if imm:
+        wc = b.poll()[0]
+        check_ok(wc, 8, e.IBV_WC_RECV_RDMA_WITH_IMM)
+        assert wc.imm_data == 0x0badcafe
+    else:
+        # No completion at the responder: wait for the bytes.
+        harness.wait_for(lambda: dst.read(size, 64) == data,
+                         what="the WRITE's bytes to land")
+        assert not b.drain(settle=0.05)
+    assert dst.read(size, 64) == data
+    assert dst.read(64, 0) == guard
+    assert dst.read(64, 64 + size) == guard
+
+
+@pytest.mark.parametrize("opcode", [e.IBV_WR_RDMA_READ,
+                                    e.IBV_WR_ATOMIC_CMP_AND_SWP,
+                                    e.IBV_WR_ATOMIC_FETCH_AND_ADD],
+                         ids=["read", "cmp_swap", "fetch_add"])
+def test_post_unsupported_opcode(uc, opcode):
+    """UC has no READ and no atomics: ibv_post_send fails with EINVAL and
+    nothing is sent. On an srnic side: rxe's provider (rdma-core 44) posts
+    them and fails them later."""
+    srnic = [s for s in uc.sides() if s.end.kind == "srnic"]
+    if not srnic:
+        pytest.skip("rxe's provider does not refuse them at post")
+    a = srnic[-1]
+    b = uc.peer(a)
+    local, remote = a.mr(8), b.mr(8)
+    wr = send_wr(3, opcode, [sge(local)], remote=(remote, 0))
+    if opcode != e.IBV_WR_RDMA_READ:
+        wr.set_wr_atomic(remote.rkey, remote.buf, 1, 2)
+    with pytest.raises(PyverbsRDMAError) as ex:
+        a.qp.post_send(wr)
+    assert ex.value.error_code == errno.EINVAL, ex.value
+    assert not a.drain(settle=0.05)
+    assert a.state() == e.IBV_QPS_RTS
+
+
+def test_send_without_recv_wqe_dropped(uc):
+    """No RNR on UC: a SEND with no receive WQE is dropped silently, the
+    requester's completion is a success, and the next SEND is delivered."""
+    a, b = uc.a, uc.b
+    first, second = payload(3000), payload(3000)
+    src1, src2 = a.mr(3000), a.mr(3000)
+    src1.write(first, 3000)
+    src2.write(second, 3000)
+    dst = b.mr(4096)
+    a.qp.post_send(send_wr(1, e.IBV_WR_SEND, [sge(src1)]))
+    check_ok(a.poll()[0], 1, e.IBV_WC_SEND)
+    assert not b.drain(settle=0.2)
+    b.qp.post_recv(recv_wr(9, [sge(dst)]))
+    a.qp.post_send(send_wr(2, e.IBV_WR_SEND, [sge(src2)]))
+    check_ok(a.poll()[0], 2, e.IBV_WC_SEND)
+    check_ok(b.poll()[0], 9, e.IBV_WC_RECV, 3000)
+    assert dst.read(3000, 0) == second
+    for side in uc.sides():
+        assert side.state() == e.IBV_QPS_RTS
+
+
+def test_messages_in_order(uc):
+    """Many multi-packet SENDs back to back (fewer than the receive WQEs
+    posted) arrive complete and in posting order."""
+    a, b = uc.a, uc.b
+    n, size = 48, 2 * (128 << uc.mtu) + 17     # three packets each
+    msgs = [payload(size) for _ in range(n)]
+    src, dst = a.mr(n * size), b.mr(n * size)
+    for i, m in enumerate(msgs):
+        src.write(m, size, i * size)
+    for i in range(n):
+        b.qp.post_recv(recv_wr(100 + i, [sge(dst, i * size, size)]))
+    for i in range(n):
+        a.qp.post_send(send_wr(i, e.IBV_WR_SEND, [sge(src, i * size, size)]))
+    sent = a.poll(n)
+    assert [wc.wr_id for wc in sent] == list(range(n))
+    got = b.poll(n)
+    assert [wc.wr_id for wc in got] == [100 + i for i in range(n)]
+    for i, m in enumerate(msgs):
+        assert got[i].status == e.IBV_WC_SUCCESS
+        assert dst.read(size, i * size) == m, f"message {i}"
+
+
+@pytest.mark.parametrize("size", [1, 4096])
+def test_uc_pingpong(topology, size, tmp_path):
+    port = next(ports)
+    iters = 100
+
+    def argv(end):
+        return ["ibv_uc_pingpong", "-d", end.name, "-g", str(end.gid_index),
+                "-s", str(size), "-n", str(iters), "-r", "16", "-p",
+                str(port), "-c"]
+
+    out, _ = run_pair(topology, argv(topology.a), argv(topology.b), port,
+                      tmp_path, f"uc-pingpong-{size}")
+    assert f"{iters} iters" in out, out
