@@ -203,7 +203,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	struct srnic_dev *sdev = to_srnic_dev(ibdev);
 
 	rtnl_lock();
-	list_del(&sdev->list);
+	list_del_init(&sdev->list);	/* on it unless set_netdev failed */
 	rtnl_unlock();
 
 	srnic_debugfs_remove_dev(sdev);
@@ -341,9 +341,15 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	srnic_dev_init_attributes(sdev);
 	ib_set_device_ops(&sdev->ibdev, &srnic_dev_ops);
 
+	/*
+	 * From here on the device is whole and its dealloc_driver callback,
+	 * srnic_dev_dealloc(), undoes all of it: ib_dealloc_device() calls it
+	 * (also after ib_register_device() failed), so the error paths below
+	 * must not tear anything down themselves.
+	 */
 	err = ib_device_set_netdev(&sdev->ibdev, ndev, SRNIC_PORT);
 	if (err)
-		goto err_engines;
+		goto err_dealloc_driver;
 
 	/*
 	 * On the list before registration, so that a netdev event or a
@@ -359,7 +365,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	/* Registration takes RTNL itself (to scan addresses for GIDs). */
 	err = ib_register_device(&sdev->ibdev, ibdev_name, NULL);
 	if (err)
-		goto err_unlist;
+		goto err_unregistered;
 
 	if (ib_device_try_get(&sdev->ibdev)) {
 		srnic_dev_sync_with_netdev(sdev);
@@ -369,15 +375,13 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	mutex_unlock(&srnic_create_lock);
 	return 0;
 
-err_unlist:
-	rtnl_lock();
-	list_del(&sdev->list);
-	rtnl_unlock();
+err_unregistered:
 	put_device(&sdev->ibdev.dev);
-err_engines:
-	srnic_debugfs_remove_dev(sdev);
-	srnic_fault_stop(sdev);
-	srnic_engines_stop(sdev);
+err_dealloc_driver:
+	ib_dealloc_device(&sdev->ibdev);	/* srnic_dev_dealloc() */
+	mutex_unlock(&srnic_create_lock);
+	return err;
+
 err_parent:
 	srnic_parent_destroy(sdev);
 err_net:

@@ -220,7 +220,15 @@ def test_bad_link_add_input(srnic, veth):
     link_add("good0", veth.a)
     p = link_add("bad0", veth.a, check=False)
     assert p.returncode != 0 and "File exists" in p.stderr, p.stderr
+    # A name already taken: ib_register_device() fails after the device
+    # is whole, and its one teardown is srnic_dev_dealloc() (the error
+    # path used to run it twice: list corruption, a kernel BUG).
+    p = link_add("good0", veth.b, check=False)
+    assert p.returncode != 0, p.stderr
     link_delete("good0")
+    # Both netdevs take devices again: nothing of the failure lingers.
+    link_add("again0", veth.b)
+    link_delete("again0")
 
     assert set(rdma_links()) == links
     assert srnic_parents() == parents

@@ -153,6 +153,8 @@ class ExPair(RCPair):
 
     def __init__(self, topo, **kw):  # pylint: disable=super-init-not-called
         self.topo = topo
+        self.qp_access = ACCESS_ALL
+        self.qp_type = e.IBV_QPT_RC
         self.a = ExSide(topo.a, **kw)
         self.b = ExSide(topo.b, **kw)
         self.mtu = min(self.a.port_attr.active_mtu,
@@ -404,9 +406,9 @@ def test_ud_send_and_imm(topology):
 
 
 @pytest.mark.parametrize("qp_type,flag", [
-    (e.IBV_QPT_RC, e.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP),
-    (e.IBV_QPT_RC, e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD),
     (e.IBV_QPT_RC, e.IBV_QP_EX_WITH_ATOMIC_WRITE),
+    (e.IBV_QPT_UD, e.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP),
+    (e.IBV_QPT_UD, e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD),
     (e.IBV_QPT_RC, e.IBV_QP_EX_WITH_BIND_MW),
     (e.IBV_QPT_RC, e.IBV_QP_EX_WITH_LOCAL_INV),
     (e.IBV_QPT_RC, e.IBV_QP_EX_WITH_SEND_WITH_INV),
