@@ -948,6 +948,7 @@ u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
 		      const char *what, u32 num);
 u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq);
 void srnic_wq_pop(struct srnic_wq *rq, void *wqe);
+void srnic_qp_task_flush(struct srnic_qp *qp);
 int srnic_wq_post_recv(struct srnic_wq *wq, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
 bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq);

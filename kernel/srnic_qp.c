@@ -273,6 +273,21 @@ void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq)
 	spin_unlock_irqrestore(&wq->lock, flags);
 }
 
+/**
+ * srnic_qp_task_flush() - a QP task's work in the error state
+ * @qp: the QP, in IB_QPS_ERR; called by its task
+ *
+ * Completes what the provider still posts with IB_WC_WR_FLUSH_ERR and,
+ * for a QP on an SRQ, reports IB_EVENT_QP_LAST_WQE_REACHED once.
+ */
+void srnic_qp_task_flush(struct srnic_qp *qp)
+{
+	srnic_wq_flush(qp, &qp->sq, true);
+	srnic_wq_flush(qp, &qp->rq, false);
+	if (qp->ibqp.srq)
+		srnic_srq_qp_flushed(qp);
+}
+
 /* Discard posted WQEs without completions, as entering RESET does. */
 static void srnic_wq_discard(struct srnic_qp *qp, struct srnic_wq *wq)
 {

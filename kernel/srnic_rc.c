@@ -863,10 +863,7 @@ static bool srnic_qp_work(struct srnic_qp *qp)
 	case IB_QPS_ERR:
 		/* A QP in error completes what the provider still posts. */
 		srnic_rc_reset(qp);
-		srnic_wq_flush(qp, &qp->sq, true);
-		srnic_wq_flush(qp, &qp->rq, false);
-		if (qp->ibqp.srq)
-			srnic_srq_qp_flushed(qp);
+		srnic_qp_task_flush(qp);
 		return false;
 	case IB_QPS_RESET:
 	case IB_QPS_INIT:

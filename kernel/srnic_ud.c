@@ -279,10 +279,7 @@ static bool srnic_ud_run(struct srnic_engine_task *task)
 	case IB_QPS_ERR:
 		/* A QP in error completes what the provider still posts. */
 		skb_queue_purge(&qp->rxq);
-		srnic_wq_flush(qp, &qp->sq, true);
-		srnic_wq_flush(qp, &qp->rq, false);
-		if (qp->ibqp.srq)
-			srnic_srq_qp_flushed(qp);
+		srnic_qp_task_flush(qp);
 		return false;
 	case IB_QPS_RESET:
 	case IB_QPS_INIT:
