@@ -193,6 +193,22 @@ def poll_cq(cq, n, timeout=None, who="", what="completions"):
     return wcs
 
 
+def poll_some(cq, n, polls):
+    """Up to n WCs of cq, giving up after `polls` empty polls 5 ms apart
+    (draining what a lossy path still delivers)."""
+    wcs = []
+    empty = 0
+    while len(wcs) < n and empty < polls:
+        got, batch = cq.poll(n - len(wcs))
+        if got:
+            wcs.extend(batch)
+            empty = 0
+        else:
+            empty += 1
+            time.sleep(0.005)
+    return wcs
+
+
 def wc_text(wc):
     return (f"wr_id={wc.wr_id} status={status_name(wc.status)} "
             f"opcode={wc.opcode} len={wc.byte_len}")

@@ -21,7 +21,6 @@ import json
 import os
 import random
 import struct
-import time
 import zlib
 
 import pytest
@@ -36,7 +35,7 @@ from conftest import RoceDevice  # noqa: E402
 from faults import injected, set_faults  # noqa: E402
 from pyverbs.addr import AHAttr, GID, GlobalRoute  # noqa: E402
 from pyverbs.qp import QPAttr  # noqa: E402
-from rc_verbs import (RCPair, Side, close_all, recv_wr, send_wr,  # noqa: E402
+from rc_verbs import (RCPair, Side, close_all, poll_some, recv_wr, send_wr,  # noqa: E402
                       sge, status_name)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,21 +68,6 @@ def close_contexts():
 def message(rng, seq, mtu):
     body = rng.randbytes(rng.randrange(0, MAX_PKTS * mtu - HDR.size + 1))
     return HDR.pack(seq, zlib.crc32(body)) + body
-
-
-def poll_some(side, n, polls):
-    """Up to n completions, giving up after `polls` empty polls."""
-    wcs = []
-    empty = 0
-    while len(wcs) < n and empty < polls:
-        got, batch = side.cq.poll(n - len(wcs))
-        if got:
-            wcs.extend(batch)
-            empty = 0
-        else:
-            empty += 1
-            time.sleep(0.005)
-    return wcs
 
 
 @pytest.mark.parametrize("loss,count", LEVELS)
@@ -124,7 +108,7 @@ def test_messages_under_faults(wire, loss, count):
                 status_name(wcs[0].status)
             assert wcs[0].wr_id == seq + n - 1
             seq += n
-            for wc in poll_some(b, RQ_DEPTH, QUIET_POLLS):
+            for wc in poll_some(b.cq, RQ_DEPTH, QUIET_POLLS):
                 assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
                 assert wc.opcode == e.IBV_WC_RECV
                 i = wc.wr_id

@@ -13,7 +13,6 @@ injector made.
 """
 import random
 import struct
-import time
 import zlib
 
 import pytest
@@ -24,7 +23,8 @@ import pyverbs.enums as e  # noqa: E402
 import harness  # noqa: E402
 from faults import wire  # noqa: E402,F401 (fixture)
 from faults import injected, set_faults  # noqa: E402
-from rc_verbs import close_all, recv_wr, sge, status_name  # noqa: E402
+from rc_verbs import (close_all, poll_some, recv_wr, sge,  # noqa: E402
+                      status_name)
 from ud_verbs import GRH, UDPair  # noqa: E402
 
 # (loss in %, datagrams)
@@ -44,21 +44,6 @@ def close_contexts():
 def datagram(rng, seq, mtu):
     body = rng.randbytes(rng.randrange(0, mtu - HDR.size + 1))
     return HDR.pack(seq, zlib.crc32(body)) + body
-
-
-def poll_some(side, n, polls):
-    """Up to n completions, giving up after `polls` empty polls."""
-    wcs = []
-    empty = 0
-    while len(wcs) < n and empty < polls:
-        got, batch = side.cq.poll(n - len(wcs))
-        if got:
-            wcs.extend(batch)
-            empty = 0
-        else:
-            empty += 1
-            time.sleep(0.005)
-    return wcs
 
 
 @pytest.mark.parametrize("loss,count", LEVELS)
@@ -96,7 +81,7 @@ def test_datagrams_under_faults(wire, loss, count):
                 status_name(wcs[0].status)
             seq += n
             # Drain what arrives (delayed packets may trickle in later).
-            for wc in poll_some(b, RQ_DEPTH, QUIET_POLLS):
+            for wc in poll_some(b.cq, RQ_DEPTH, QUIET_POLLS):
                 assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
                 assert wc.opcode == e.IBV_WC_RECV
                 i = wc.wr_id
