@@ -67,7 +67,7 @@ static const enum srnic_counter srnic_parse_drop_counter[] = {
 
 static __wsum srnic_csum_crc32_update(const void *buf, int len, __wsum crc)
 {
-	return (__force __wsum)crc32_le((__force u32)crc, buf, len);
+	return (__force __wsum)srnic_payload_crc32((__force u32)crc, buf, len);
 }
 
 static __wsum srnic_csum_crc32_combine(__wsum crc, __wsum crc2, int offset,
@@ -481,9 +481,9 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 	crc = srnic_icrc_headers(skb_network_header(skb), path->ipv6,
 				 skb_transport_header(skb) +
 				 sizeof(struct udphdr), transport_hdr_len);
-	crc = srnic_icrc_update(crc, skb_transport_header(skb) +
-				sizeof(struct udphdr) + transport_hdr_len,
-				transport_len - transport_hdr_len);
+	crc = srnic_payload_crc32(crc, skb_transport_header(skb) +
+				  sizeof(struct udphdr) + transport_hdr_len,
+				  transport_len - transport_hdr_len);
 	*icrc = srnic_icrc_finish(crc);
 
 	if (!dst)
