@@ -588,6 +588,8 @@ struct srnic_req_wqe {
  * @timed_out: @timer fired; the task retransmits
  * @went_back: already went back for a gap in READ responses; set until
  *	       progress is made, so one gap causes one retransmission
+ * @tx_blocked: a packet could not leave (a full queue on the way): the
+ *		requester stops until its task runs again
  */
 struct srnic_req {
 	struct srnic_send_wqe *wqe;
@@ -620,6 +622,7 @@ struct srnic_req {
 	struct timer_list timer;
 	bool timed_out;
 	bool went_back;
+	bool tx_blocked;
 };
 
 /**

@@ -22,6 +22,14 @@
  * KVM's halt polling); then it naps between looks (idle time / 16, 50 us to
  * 1 ms), so applications keep their CPU, an idle engine costs little, and
  * producers still need no doorbell while the window lasts.
+ *
+ * srnic.realtime=1 makes the threads SCHED_FIFO: a nap's end then
+ * preempts a spinning application at once (lower latency when every CPU
+ * runs a spinner), and an engine busy for 500 us naps once when others
+ * wait for its CPU. Off by default: a busy real-time engine delays the
+ * NET_RX softirq work deferred to ksoftirqd on its CPU, and a veth
+ * backlog overflows (measured: drops, timeouts, a third of the wire
+ * bandwidth).
  */
 
 #include <linux/delay.h>
@@ -43,13 +51,13 @@ module_param(poll_max_usecs, uint, 0644);
 MODULE_PARM_DESC(poll_max_usecs,
 		 "Longest polling window (spinning, then napping) the engine adapts to under a steady stream of work");
 
-static bool realtime = true;
+static bool realtime;
 module_param(realtime, bool, 0444);
 MODULE_PARM_DESC(realtime,
-		 "Run engine threads SCHED_FIFO (lowest RT priority), so a polling engine's look at the rings preempts a spinning application at once instead of at its next time slice");
+		 "Run engine threads SCHED_FIFO (lowest RT priority), so a polling engine's look at the rings preempts a spinning application at once instead of at its next time slice (default off: it can starve ksoftirqd)");
 
 /* A polling engine's naps: idle time / 16, within these bounds. */
-#define SRNIC_ENGINE_NAP_MIN_USECS 5
+#define SRNIC_ENGINE_NAP_MIN_USECS 50
 #define SRNIC_ENGINE_NAP_MAX_USECS 1000
 
 /*

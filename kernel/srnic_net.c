@@ -501,7 +501,8 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
  * @sdev: the sending device
  * @skb: from srnic_tx_send(), its route set; consumed
  *
- * Return: 0, or the IP layer's negative errno.
+ * Return: 0, or the IP layer's negative errno (-ENOBUFS: a queue on the
+ * way was full and dropped it).
  */
 int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb)
 {
@@ -513,6 +514,9 @@ int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb)
 	else
 		err = ip_local_out(net, NULL, skb);
 	err = net_xmit_eval(err);
+	/* NET_XMIT_DROP: e.g. a veth peer's backlog is full. */
+	if (err > 0)
+		err = -ENOBUFS;
 	if (!err)
 		srnic_count(sdev, SRNIC_CNT_TX_PACKETS);
 	return err;
