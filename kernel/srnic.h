@@ -588,6 +588,8 @@ struct srnic_req_wqe {
  * @timed_out: @timer fired; the task retransmits
  * @went_back: already went back for a gap in READ responses; set until
  *	       progress is made, so one gap causes one retransmission
+ * @tx_blocked: a packet could not leave (a full queue on the way): the
+ *		requester stops until its task runs again
  */
 struct srnic_req {
 	struct srnic_send_wqe *wqe;
@@ -620,6 +622,7 @@ struct srnic_req {
 	struct timer_list timer;
 	bool timed_out;
 	bool went_back;
+	bool tx_blocked;
 };
 
 /**
@@ -910,6 +913,11 @@ int srnic_mr_copy_to(struct srnic_mr *mr, u64 iova, const void *src, u64 len);
 int srnic_mr_copy_from(struct srnic_mr *mr, u64 iova, void *dst, u64 len);
 int srnic_mr_copy(struct srnic_mr *dst, u64 dst_iova, struct srnic_mr *src,
 		  u64 src_iova, u64 len);
+
+/* srnic_payload.c: the payload ICRC */
+u32 srnic_payload_crc32(u32 crc, const void *data, size_t len);
+void srnic_payload_init(void);
+void srnic_payload_exit(void);
 
 /* srnic_debugfs.c: test hooks */
 void srnic_debugfs_init(void);

@@ -450,6 +450,7 @@ static int __init srnic_init(void)
 	if (IS_ERR(srnic_root))
 		return PTR_ERR(srnic_root);
 	srnic_debugfs_init();
+	srnic_payload_init();
 
 	err = srnic_net_register();
 	if (err)
@@ -464,6 +465,7 @@ static int __init srnic_init(void)
 err_net:
 	srnic_net_unregister();
 err_root:
+	srnic_payload_exit();
 	srnic_debugfs_exit();
 	root_device_unregister(srnic_root);
 	return err;
@@ -476,6 +478,7 @@ static void __exit srnic_exit(void)
 	srnic_unregister_devices(NULL);
 	srnic_netdev_notifier_unregister();
 	srnic_net_unregister();
+	srnic_payload_exit();
 	srnic_debugfs_exit();
 	root_device_unregister(srnic_root);
 	ida_destroy(&srnic_link_ids);

@@ -67,7 +67,7 @@ static const enum srnic_counter srnic_parse_drop_counter[] = {
 
 static __wsum srnic_csum_crc32_update(const void *buf, int len, __wsum crc)
 {
-	return (__force __wsum)crc32_le((__force u32)crc, buf, len);
+	return (__force __wsum)srnic_payload_crc32((__force u32)crc, buf, len);
 }
 
 static __wsum srnic_csum_crc32_combine(__wsum crc, __wsum crc2, int offset,
@@ -481,9 +481,9 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 	crc = srnic_icrc_headers(skb_network_header(skb), path->ipv6,
 				 skb_transport_header(skb) +
 				 sizeof(struct udphdr), transport_hdr_len);
-	crc = srnic_icrc_update(crc, skb_transport_header(skb) +
-				sizeof(struct udphdr) + transport_hdr_len,
-				transport_len - transport_hdr_len);
+	crc = srnic_payload_crc32(crc, skb_transport_header(skb) +
+				  sizeof(struct udphdr) + transport_hdr_len,
+				  transport_len - transport_hdr_len);
 	*icrc = srnic_icrc_finish(crc);
 
 	if (!dst)
@@ -501,7 +501,8 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
  * @sdev: the sending device
  * @skb: from srnic_tx_send(), its route set; consumed
  *
- * Return: 0, or the IP layer's negative errno.
+ * Return: 0, or the IP layer's negative errno (-ENOBUFS: a queue on the
+ * way was full and dropped it).
  */
 int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb)
 {
@@ -513,6 +514,9 @@ int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb)
 	else
 		err = ip_local_out(net, NULL, skb);
 	err = net_xmit_eval(err);
+	/* NET_XMIT_DROP: e.g. a veth peer's backlog is full. */
+	if (err > 0)
+		err = -ENOBUFS;
 	if (!err)
 		srnic_count(sdev, SRNIC_CNT_TX_PACKETS);
 	return err;

@@ -325,7 +325,17 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.opcode |= SRNIC_TRANSPORT_UC;
 			txd.ack_req = false;
 		}
-		srnic_rc_tx(qp, &txd);
+		/*
+		 * A full queue on the way out (-ENOBUFS, e.g. a veth
+		 * backlog): the packet never left, so it is not sent; like
+		 * a NIC with a full TX ring, stop and send it when the
+		 * task runs again (an ACK, a poll), instead of losing it
+		 * and a timeout's worth of time.
+		 */
+		if (srnic_rc_tx(qp, &txd) == -ENOBUFS && srnic_qp_acked(qp)) {
+			req->tx_blocked = true;
+			break;
+		}
 		sent++;
 		psn = req->send_psn;
 		if (last) {
@@ -821,13 +831,18 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 			continue;
 		}
 		n = srnic_req_send_wqe(qp, budget);
-		if (!n && rw->status == IB_WC_SUCCESS)
-			break;		/* the window is full */
 		budget -= n;
 		sent |= n;
+		if (req->tx_blocked || (!n && rw->status == IB_WC_SUCCESS))
+			break;		/* the way out or the window is full */
 	}
 	if (sent && !timer_pending(&req->timer))
 		srnic_req_arm_timer(qp);
+	if (req->tx_blocked) {
+		/* Again at the next poll or response, not right now. */
+		req->tx_blocked = false;
+		return false;
+	}
 	return !budget;
 }
 

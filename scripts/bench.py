@@ -62,6 +62,20 @@ PERFTESTS = [
     ("ib_write_lat", 8), ("ib_send_lat", 8), ("ib_read_lat", 8),
 ]
 SYSCALL_TOOLS = ["ib_write_bw", "ib_send_bw"]
+
+
+def only_lines(lines, tools):
+    """SRNIC_BENCH_ONLY="ib_write_lat,ib_write_bw:65536": keep the lines
+    (and syscall counts) of these tools, or tool:size pairs, for a quick
+    look at a few lines while working on them; unset: every line."""
+    only = [w for w in os.environ.get("SRNIC_BENCH_ONLY", "").split(",") if w]
+    if not only:
+        return lines, tools
+    keep = [(t, n) for t, n in lines if t in only or f"{t}:{n}" in only]
+    return keep, [t for t in tools if any(k[0] == t for k in keep)]
+
+
+PERFTESTS, SYSCALL_TOOLS = only_lines(PERFTESTS, SYSCALL_TOOLS)
 # (driver, the line's topology): the order of a line's runs
 CONFIGS = [
     ("srnic", "one-device"),
@@ -88,6 +102,9 @@ ITERS = {
     "bw_64k": env_int("SRNIC_BENCH_ITERS_BW_64K", 500),
     "lat": env_int("SRNIC_BENCH_ITERS_LAT", 1000),
 }
+# Every veth's MTU: 9000 (RoCE path MTU 4096, as RoCE fabrics run with
+# jumbo frames), the same for both drivers; "1500" gives path MTU 1024.
+VETH_MTU = os.environ.get("SRNIC_BENCH_MTU", "9000")
 # Rounds over every perftest line; a line's value is its runs' median.
 REPEAT = env_int("SRNIC_BENCH_REPEAT", 1)
 # Syscalls per post: two runs of N1 and N2 64-byte posts.
@@ -195,6 +212,7 @@ class Bench:
                 "repeat": REPEAT,
                 "syscall_iters": [SYSCALL_N1, SYSCALL_N2],
                 "tool_timeout_s": self.timeout,
+                "veth_mtu": VETH_MTU,
             },
             "memcpy": [],
             "perftest": [],
@@ -260,6 +278,7 @@ class Bench:
         setups are up at once and each line's runs follow each other."""
         import topology as topology_mod
 
+        os.environ["SRNIC_VETH_MTU"] = VETH_MTU  # harness.Veth
         topos, teardown = {}, []
         # veth-two-netns unloads rdma_rxe: it comes first.
         for cfg, build in ((("srnic", "wire"),
@@ -615,7 +634,8 @@ class Report:
             f"posts of 64 B",
             "one-device: client and server on one device; wire: srnic0 and "
             "srnic1 in two netns over a veth pair, its rxe column is rxe's "
-            "one-device value",
+            "one-device value; veth MTU "
+            f"{meta.get('veth_mtu', '1500')}",
             "latency: typical (median)/average in us; write and send: half "
             "the round trip, read: the round trip",
         ]
