@@ -55,6 +55,7 @@
 #define SRNIC_MAX_CQE (BIT(16) - 1)
 #define SRNIC_MAX_QP BIT(14)
 #define SRNIC_MIN_QPN 2		/* QPN 0 and 1 are the special QPs */
+#define SRNIC_GSI_QPN 1		/* QP1: ib_mad's GSI QP (CM, rdma_cm) */
 #define SRNIC_MAX_QPN (SRNIC_MIN_QPN + SRNIC_MAX_QP - 1)
 #define SRNIC_MAX_QP_WR BIT(14)
 #define SRNIC_MAX_SGE 32
@@ -808,6 +809,15 @@ static inline struct srnic_qp *to_srnic_qp(struct ib_qp *ibqp)
 static inline struct srnic_srq *to_srnic_srq(struct ib_srq *ibsrq)
 {
 	return container_of(ibsrq, struct srnic_srq, ibsrq);
+}
+
+/*
+ * Whether the QP is a datagram QP: UD, or the GSI QP (QP1), which is a UD
+ * QP with QP number 1 that only kernel consumers (ib_mad) create.
+ */
+static inline bool srnic_qp_is_ud(const struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
 }
 
 /*

@@ -223,7 +223,7 @@ static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 	u8 transport = qp->ibqp.qp_type == IB_QPT_UC ? SRNIC_TRANSPORT_UC :
 						       SRNIC_TRANSPORT_RC;
 
-	if (qp->ibqp.qp_type == IB_QPT_UD)
+	if (srnic_qp_is_ud(qp))
 		return (pkt->opcode & SRNIC_OPCODE_TRANSPORT_MASK) ==
 		       SRNIC_TRANSPORT_UD &&
 		       (state == IB_QPS_RTR || state == IB_QPS_RTS ||
