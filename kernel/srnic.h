@@ -292,6 +292,8 @@ struct srnic_dev {
 	struct xarray ah_table;
 	u32 ah_next;
 	struct srnic_fault fault;
+	struct list_head mcast_list;
+	spinlock_t mcast_lock;	/* with RTNL, guards changes of mcast_list */
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -855,6 +857,8 @@ int srnic_net_get(struct net *net);
 void srnic_net_put(struct net *net);
 void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 		     const struct srnic_pkt *pkt);
+enum srnic_counter srnic_rx_enqueue(struct srnic_qp *qp, struct sk_buff *skb,
+				    const struct srnic_pkt *pkt);
 struct sk_buff *srnic_tx_alloc(struct srnic_dev *sdev,
 			       unsigned int transport_len, gfp_t gfp);
 int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
@@ -1150,5 +1154,22 @@ int srnic_destroy_ah(struct ib_ah *ibah, u32 flags);
 int srnic_udata_check_tail(struct ib_udata *udata, size_t known);
 int srnic_udata_check_reserved_req(struct ib_udata *udata);
 extern const struct ib_device_ops srnic_dev_ops;
+
+/*
+ * srnic_mcast.c: UD multicast groups. The limits are srnic's own; BTH
+ * destination QP 0xFFFFFF addresses every QP attached to the group of the
+ * datagram's IP destination.
+ */
+#define SRNIC_MCAST_QPN 0xffffff
+#define SRNIC_MAX_MCAST_GRP 256
+#define SRNIC_MAX_MCAST_QP_ATTACH 64
+#define SRNIC_MAX_TOTAL_MCAST_QP_ATTACH 1024
+
+void srnic_mcast_init(struct srnic_dev *sdev);
+int srnic_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int srnic_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+void srnic_mcast_detach_qp(struct srnic_qp *qp);
+void srnic_mcast_rx(struct srnic_dev *sdev, struct sk_buff *skb,
+		    const struct srnic_pkt *pkt);
 
 #endif /* SRNIC_H */

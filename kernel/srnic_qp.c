@@ -494,6 +494,7 @@ int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct srnic_qp *qp = to_srnic_qp(ibqp);
 
 	xa_erase(&sdev->qps, ibqp->qp_num);
+	srnic_mcast_detach_qp(qp);
 	/* ib_core frees @qp when we return: no lookup may still see it. */
 	synchronize_rcu();
 	srnic_qp_put(qp);
