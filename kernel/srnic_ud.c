@@ -104,6 +104,16 @@ static enum ib_wc_status srnic_ud_resolve_ah(struct srnic_qp *qp, u32 ah_num,
 		found = true;
 	}
 	xa_unlock_irqrestore(&sdev->ah_table, flags);
+	if (found) {
+		qp->ud_ah.num = ah_num;
+		qp->ud_ah.grh = grh;
+		qp->ud_ah.sgid = sgid;
+	} else if (ah_num && ah_num == qp->ud_ah.num) {
+		/* Destroyed since the WQE was posted (srnic_ud_ah_cache). */
+		grh = qp->ud_ah.grh;
+		sgid = qp->ud_ah.sgid;
+		found = true;
+	}
 	if (!found ||
 	    srnic_path_init(path, &sgid, &grh, qp->ibqp.qp_num, rqpn))
 		return IB_WC_LOC_QP_OP_ERR;

@@ -40,7 +40,9 @@ ports = itertools.count(19700)
 UDADDY_PORT = 7174
 
 
-@pytest.fixture(scope="module", params=CM_TOPOLOGIES)
+@pytest.fixture(scope="module",
+                params=[t for t in CM_TOPOLOGIES
+                        if not topology.SELECTED or t in topology.SELECTED])
 def cm_topology(request):
     topo, veth = topology.build(request.param)
     yield topo
@@ -206,7 +208,11 @@ def test_mckey(cm_topology, tmp_path):
                             *args), tmp_path / "mckey-sender.log")
         src = sender.wait(TOOL_TIMEOUT)
         rrc = receiver.wait(TOOL_TIMEOUT)
+        counters = {end.name: {k: v for k, v in
+                               harness.link_counters(end).items() if v}
+                    for end in (a, b)}
         msg = (f"sender exit {src}, receiver exit {rrc}\n"
+               f"counters: {counters}\n"
                f"--- sender\n{sender.output()}\n"
                f"--- receiver\n{receiver.output()}")
         assert src == 0 and rrc == 0, msg
