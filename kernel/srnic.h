@@ -759,22 +759,6 @@ struct srnic_path {
  *		      its task reports IB_EVENT_QP_LAST_WQE_REACHED once it
  *		      has flushed the receive WQE it held
  */
-/**
- * struct srnic_ud_ah_cache - the address vector a UD QP's last send used
- * @num: its AH number; 0 (no AH has it) while nothing is cached
- * @grh: the destination's global route
- * @sgid: the source GID
- *
- * Engine-owned. A consumer may destroy an AH right after posting sends that
- * name it (mckey does); those WQEs were valid when posted, so they still
- * reach the vector the QP last resolved under that number.
- */
-struct srnic_ud_ah_cache {
-	u32 num;
-	struct ib_global_route grh;
-	union ib_gid sgid;
-};
-
 struct srnic_qp {
 	struct ib_qp ibqp;
 	struct srnic_wq sq;
@@ -792,7 +776,6 @@ struct srnic_qp {
 	struct srnic_path path;
 	struct sk_buff_head rxq;
 	atomic_t last_wqe_pending;
-	struct srnic_ud_ah_cache ud_ah;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
@@ -1112,6 +1095,8 @@ static inline u32 srnic_psn_add(u32 psn, u32 n)
 
 /* srnic_ud.c: UD queue pairs' engine task */
 extern const struct srnic_engine_task_ops srnic_ud_task_ops;
+void srnic_ud_drain_sq(struct srnic_qp *qp);
+void srnic_ud_drain_pd(struct srnic_dev *sdev, struct ib_pd *pd);
 
 /* srnic_req.c: the RC requester over the wire */
 int srnic_req_init(struct srnic_qp *qp);

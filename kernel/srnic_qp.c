@@ -480,27 +480,6 @@ err_destroy_sq:
 	return err;
 }
 
-/* Longest srnic_ud_drain_sq() waits for the engine, in milliseconds. */
-#define SRNIC_UD_DRAIN_MS 200
-
-/*
- * UD sends need no peer, and consumers treat them as done once posted:
- * mckey, for one, destroys its QP right after posting. Give the engine,
- * which still runs the QP, a bounded moment to send what was posted while
- * the QP is in RTS. A bogus user producer index only costs the wait.
- */
-static void srnic_ud_drain_sq(struct srnic_qp *qp)
-{
-	unsigned long deadline = jiffies + msecs_to_jiffies(SRNIC_UD_DRAIN_MS);
-
-	while (srnic_qp_is_ud(qp) && READ_ONCE(qp->state) == IB_QPS_RTS &&
-	       srnic_wq_has_work(qp, &qp->sq) &&
-	       time_before(jiffies, deadline)) {
-		srnic_engine_task_schedule(&qp->task);
-		usleep_range(100, 200);
-	}
-}
-
 /**
  * srnic_destroy_qp() - ib_device_ops.destroy_qp
  * @ibqp: the QP

@@ -104,16 +104,6 @@ static enum ib_wc_status srnic_ud_resolve_ah(struct srnic_qp *qp, u32 ah_num,
 		found = true;
 	}
 	xa_unlock_irqrestore(&sdev->ah_table, flags);
-	if (found) {
-		qp->ud_ah.num = ah_num;
-		qp->ud_ah.grh = grh;
-		qp->ud_ah.sgid = sgid;
-	} else if (ah_num && ah_num == qp->ud_ah.num) {
-		/* Destroyed since the WQE was posted (srnic_ud_ah_cache). */
-		grh = qp->ud_ah.grh;
-		sgid = qp->ud_ah.sgid;
-		found = true;
-	}
 	if (!found ||
 	    srnic_path_init(path, &sgid, &grh, qp->ibqp.qp_num, rqpn))
 		return IB_WC_LOC_QP_OP_ERR;
@@ -274,6 +264,76 @@ static void srnic_ud_rx(struct srnic_qp *qp, struct sk_buff *skb)
 			  pkt->solicited) ||
 	    (status != IB_WC_SUCCESS && status != IB_WC_LOC_LEN_ERR))
 		srnic_qp_to_error(qp, 0);
+}
+
+/* ---- Draining ---------------------------------------------------------- */
+
+/* Longest a drain waits for the engine, in milliseconds. */
+#define SRNIC_UD_DRAIN_MS 200
+
+/* Whether a UD QP in RTS has posted sends its engine has not taken yet. */
+static bool srnic_ud_sq_busy(struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD &&
+	       READ_ONCE(qp->state) == IB_QPS_RTS &&
+	       srnic_wq_has_work(qp, &qp->sq);
+}
+
+/**
+ * srnic_ud_drain_sq() - let a UD QP send what was posted, before destroy
+ * @qp: the QP
+ *
+ * UD sends need no peer, and consumers treat them as done once posted:
+ * mckey destroys its AH and QP right after posting (rxe sends within
+ * post_send, hardware within microseconds). The engine, which still runs
+ * the QP, gets a bounded moment to send them; a bogus user producer index
+ * only costs the wait. Context: process.
+ */
+void srnic_ud_drain_sq(struct srnic_qp *qp)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(SRNIC_UD_DRAIN_MS);
+
+	while (srnic_ud_sq_busy(qp) && time_before(jiffies, deadline)) {
+		srnic_engine_task_schedule(&qp->task);
+		usleep_range(100, 200);
+	}
+}
+
+/**
+ * srnic_ud_drain_pd() - let the UD QPs of a PD send what was posted,
+ * before one of the PD's AHs is destroyed
+ * @sdev: the device
+ * @pd: the AH's PD
+ *
+ * A send WQE names its AH by number, resolved when the engine takes it, so
+ * an AH destroyed right after the post would fail the send. As
+ * srnic_ud_drain_sq(), bounded. Context: process (a sleepable destroy_ah).
+ */
+void srnic_ud_drain_pd(struct srnic_dev *sdev, struct ib_pd *pd)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(SRNIC_UD_DRAIN_MS);
+	struct srnic_qp *qp;
+	unsigned long qpn;
+	bool busy;
+
+	do {
+		busy = false;
+		/*
+		 * destroy_qp erases a QP, then waits for RCU readers before
+		 * stopping its task and freeing it: under the read lock every
+		 * QP found is whole.
+		 */
+		rcu_read_lock();
+		xa_for_each(&sdev->qps, qpn, qp) {
+			if (qp->ibqp.pd != pd || !srnic_ud_sq_busy(qp))
+				continue;
+			busy = true;
+			srnic_engine_task_schedule(&qp->task);
+		}
+		rcu_read_unlock();
+		if (busy)
+			usleep_range(100, 200);
+	} while (busy && time_before(jiffies, deadline));
 }
 
 /* ---- Engine callbacks ------------------------------------------------- */
