@@ -55,6 +55,7 @@
 #define SRNIC_MAX_CQE (BIT(16) - 1)
 #define SRNIC_MAX_QP BIT(14)
 #define SRNIC_MIN_QPN 2		/* QPN 0 and 1 are the special QPs */
+#define SRNIC_GSI_QPN 1		/* QP1: ib_mad's GSI QP (CM, rdma_cm) */
 #define SRNIC_MAX_QPN (SRNIC_MIN_QPN + SRNIC_MAX_QP - 1)
 #define SRNIC_MAX_QP_WR BIT(14)
 #define SRNIC_MAX_SGE 32
@@ -291,6 +292,8 @@ struct srnic_dev {
 	struct xarray ah_table;
 	u32 ah_next;
 	struct srnic_fault fault;
+	struct list_head mcast_list;
+	spinlock_t mcast_lock;	/* with RTNL, guards changes of mcast_list */
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -814,6 +817,15 @@ static inline struct srnic_srq *to_srnic_srq(struct ib_srq *ibsrq)
 }
 
 /*
+ * Whether the QP is a datagram QP: UD, or the GSI QP (QP1), which is a UD
+ * QP with QP number 1 that only kernel consumers (ib_mad) create.
+ */
+static inline bool srnic_qp_is_ud(const struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+/*
  * Whether the QP's transport acknowledges (RC): UC shares RC's requester
  * and responder, without ACKs, retransmission, timers, RNR, READ and
  * atomics.
@@ -848,6 +860,8 @@ int srnic_net_get(struct net *net);
 void srnic_net_put(struct net *net);
 void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 		     const struct srnic_pkt *pkt);
+enum srnic_counter srnic_rx_enqueue(struct srnic_qp *qp, struct sk_buff *skb,
+				    const struct srnic_pkt *pkt);
 struct sk_buff *srnic_tx_alloc(struct srnic_dev *sdev,
 			       unsigned int transport_len, gfp_t gfp);
 int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
@@ -1089,6 +1103,8 @@ static inline u32 srnic_psn_add(u32 psn, u32 n)
 
 /* srnic_ud.c: UD queue pairs' engine task */
 extern const struct srnic_engine_task_ops srnic_ud_task_ops;
+void srnic_ud_drain_sq(struct srnic_qp *qp);
+void srnic_ud_drain_pd(struct srnic_dev *sdev, struct ib_pd *pd);
 
 /* srnic_req.c: the RC requester over the wire */
 int srnic_req_init(struct srnic_qp *qp);
@@ -1148,5 +1164,22 @@ int srnic_destroy_ah(struct ib_ah *ibah, u32 flags);
 int srnic_udata_check_tail(struct ib_udata *udata, size_t known);
 int srnic_udata_check_reserved_req(struct ib_udata *udata);
 extern const struct ib_device_ops srnic_dev_ops;
+
+/*
+ * srnic_mcast.c: UD multicast groups. The limits are srnic's own; BTH
+ * destination QP 0xFFFFFF addresses every QP attached to the group of the
+ * datagram's IP destination.
+ */
+#define SRNIC_MCAST_QPN 0xffffff
+#define SRNIC_MAX_MCAST_GRP 256
+#define SRNIC_MAX_MCAST_QP_ATTACH 64
+#define SRNIC_MAX_TOTAL_MCAST_QP_ATTACH 1024
+
+void srnic_mcast_init(struct srnic_dev *sdev);
+int srnic_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int srnic_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+void srnic_mcast_detach_qp(struct srnic_qp *qp);
+void srnic_mcast_rx(struct srnic_dev *sdev, struct sk_buff *skb,
+		    const struct srnic_pkt *pkt);
 
 #endif /* SRNIC_H */

@@ -151,12 +151,17 @@ int srnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
 /**
  * srnic_destroy_ah() - destroy_ah, in any context
  * @ibah: the AH; ib_core frees it and drops its sgid_attr reference
- * @flags: RDMA_DESTROY_AH_SLEEPABLE or 0; nothing here sleeps either way
+ * @flags: RDMA_DESTROY_AH_SLEEPABLE or 0
+ *
+ * When sleepable, the PD's UD QPs first get a bounded moment to send what
+ * they posted (srnic_ud_drain_pd()): those WQEs may name this AH.
  *
  * Return: 0.
  */
 int srnic_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
+	if (flags & RDMA_DESTROY_AH_SLEEPABLE)
+		srnic_ud_drain_pd(to_srnic_dev(ibah->device), ibah->pd);
 	srnic_ah_remove(to_srnic_dev(ibah->device), to_srnic_ah(ibah));
 	return 0;
 }

@@ -321,6 +321,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	ida_init(&sdev->pd_ids);
 	srnic_mr_table_init(sdev);
 	srnic_ah_table_init(sdev);
+	srnic_mcast_init(sdev);
 	ida_init(&sdev->cq_ids);
 	ida_init(&sdev->srq_ids);
 	xa_init_flags(&sdev->qps, XA_FLAGS_ALLOC);

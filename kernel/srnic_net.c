@@ -223,7 +223,7 @@ static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 	u8 transport = qp->ibqp.qp_type == IB_QPT_UC ? SRNIC_TRANSPORT_UC :
 						       SRNIC_TRANSPORT_RC;
 
-	if (qp->ibqp.qp_type == IB_QPT_UD)
+	if (srnic_qp_is_ud(qp))
 		return (pkt->opcode & SRNIC_OPCODE_TRANSPORT_MASK) ==
 		       SRNIC_TRANSPORT_UD &&
 		       (state == IB_QPS_RTR || state == IB_QPS_RTS ||
@@ -256,30 +256,46 @@ static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 		     const struct srnic_pkt *pkt)
 {
-	enum srnic_counter drop = SRNIC_CNT_RX_DROP_NO_QP;
+	enum srnic_counter verdict = SRNIC_CNT_RX_DROP_NO_QP;
 	struct srnic_qp *qp;
 
+	if (pkt->dqpn == SRNIC_MCAST_QPN) {
+		srnic_mcast_rx(sdev, skb, pkt);
+		return;
+	}
 	qp = srnic_qp_get_by_qpn(sdev, pkt->dqpn);
-	if (!qp)
-		goto drop;
-	drop = SRNIC_CNT_RX_DROP_BAD_QP;
+	if (qp) {
+		verdict = srnic_rx_enqueue(qp, skb, pkt);
+		srnic_qp_put(qp);
+		if (verdict == SRNIC_CNT_RX_PACKETS)
+			return;
+	}
+	srnic_count(sdev, verdict);
+	kfree_skb(skb);
+}
+
+/**
+ * srnic_rx_enqueue() - queue a validated packet for a QP's engine task
+ * @qp: the destination QP, referenced by the caller
+ * @skb: the packet, skb->data at the BTH; queued on success, else left to
+ *	 the caller
+ * @pkt: its parsed headers
+ *
+ * Return: SRNIC_CNT_RX_PACKETS when queued, else the drop counter
+ * (the QP does not take the packet, or its queue is full). Context: softirq.
+ */
+enum srnic_counter srnic_rx_enqueue(struct srnic_qp *qp, struct sk_buff *skb,
+				    const struct srnic_pkt *pkt)
+{
 	if (!srnic_rx_qp_accepts(qp, skb, pkt))
-		goto put;
-	drop = SRNIC_CNT_RX_DROP_QUEUE_FULL;
+		return SRNIC_CNT_RX_DROP_BAD_QP;
 	if (skb_queue_len_lockless(&qp->rxq) >= SRNIC_RXQ_MAX ||
 	    skb_linearize(skb))
-		goto put;
+		return SRNIC_CNT_RX_DROP_QUEUE_FULL;
 	memcpy(srnic_skb_pkt(skb), pkt, sizeof(*pkt));
 	skb_queue_tail(&qp->rxq, skb);
 	srnic_engine_task_schedule(&qp->task);
-	srnic_qp_put(qp);
-	return;
-
-put:
-	srnic_qp_put(qp);
-drop:
-	srnic_count(sdev, drop);
-	kfree_skb(skb);
+	return SRNIC_CNT_RX_PACKETS;
 }
 
 /* ---- Transmit ------------------------------------------------------- */

@@ -79,7 +79,7 @@ static const bool srnic_kernel_send_opcode_ok[] = {
 static bool srnic_kernel_send_opcode_valid(enum ib_qp_type qp_type,
 					   enum ib_wr_opcode opcode)
 {
-	if (qp_type == IB_QPT_UD)
+	if (qp_type == IB_QPT_UD || qp_type == IB_QPT_GSI)
 		return opcode == IB_WR_SEND || opcode == IB_WR_SEND_WITH_IMM;
 	if (opcode >= ARRAY_SIZE(srnic_kernel_send_opcode_ok) ||
 	    !srnic_kernel_send_opcode_ok[opcode])
@@ -380,7 +380,8 @@ static int srnic_qp_map_rings(struct srnic_qp *qp, struct ib_udata *udata)
  *	  what the rings actually hold
  * @udata: driver data of a user QP; NULL for a kernel QP
  *
- * RC, UC and UD. A QP with an SRQ (@init->srq) has no RQ: its receive
+ * RC, UC and UD; for kernel consumers also GSI (QP1, see
+ * srnic_qp_is_ud()). A QP with an SRQ (@init->srq) has no RQ: its receive
  * capabilities are ignored and reported as zero.
  */
 int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -393,7 +394,8 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	int err;
 
 	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
-	     init->qp_type != IB_QPT_UD) ||
+	     init->qp_type != IB_QPT_UD &&
+	     (init->qp_type != IB_QPT_GSI || udata)) ||
 	    init->create_flags ||
 	    (init->srq && init->srq->srq_type != IB_SRQT_BASIC))
 		return -EOPNOTSUPP;
@@ -432,14 +434,19 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			       SRNIC_MAX_INLINE_DATA);
 
 	/* Reserve the number; the QP is published once complete. */
-	err = xa_alloc_cyclic(&sdev->qps, &qpn, NULL,
-			      XA_LIMIT(SRNIC_MIN_QPN, SRNIC_MAX_QPN),
-			      &sdev->next_qpn, GFP_KERNEL);
-	if (err < 0) {
+	if (init->qp_type == IB_QPT_GSI) {
+		/* ib_mad's QP1, one per device (srnic has one port). */
+		qpn = SRNIC_GSI_QPN;
+		err = xa_insert(&sdev->qps, qpn, NULL, GFP_KERNEL);
+	} else {
+		err = xa_alloc_cyclic(&sdev->qps, &qpn, NULL,
+				      XA_LIMIT(SRNIC_MIN_QPN, SRNIC_MAX_QPN),
+				      &sdev->next_qpn, GFP_KERNEL);
 		if (err == -EBUSY)
 			err = -ENOMEM;
-		goto err_destroy_rq;
 	}
+	if (err < 0)
+		goto err_destroy_rq;
 	ibqp->qp_num = qpn;
 
 	if (udata) {
@@ -451,7 +458,7 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_erase;
 	srnic_engine_task_init(sdev, &qp->task,
-			       init->qp_type == IB_QPT_UD ? &srnic_ud_task_ops :
+			       srnic_qp_is_ud(qp) ? &srnic_ud_task_ops :
 			       &srnic_qp_task_ops, qpn);
 	srnic_engine_task_start(&qp->task);
 
@@ -478,15 +485,18 @@ err_destroy_sq:
  * @ibqp: the QP
  * @udata: unused
  *
- * Unpublishes the QP, waits for lookups in progress (RCU) and for the
- * references they took, then frees the rings.
+ * Lets a UD QP in RTS send what was posted (srnic_ud_drain_sq()),
+ * detaches it from its multicast groups, unpublishes it, waits for lookups
+ * in progress (RCU) and for the references they took, then frees the rings.
  */
 int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct srnic_dev *sdev = to_srnic_dev(ibqp->device);
 	struct srnic_qp *qp = to_srnic_qp(ibqp);
 
+	srnic_ud_drain_sq(qp);
 	xa_erase(&sdev->qps, ibqp->qp_num);
+	srnic_mcast_detach_qp(qp);
 	/* ib_core frees @qp when we return: no lookup may still see it. */
 	synchronize_rcu();
 	srnic_qp_put(qp);
@@ -669,7 +679,7 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	srnic_qp_store_attrs(qp, attr, mask);
 	if (mask & IB_QP_STATE) {
 		if (new == IB_QPS_RTR && cur != IB_QPS_RTR &&
-		    ibqp->qp_type != IB_QPT_UD) {
+		    !srnic_qp_is_ud(qp)) {
 			err = srnic_rc_resolve_dest(qp);
 			if (err)
 				goto out_unlock;
@@ -794,7 +804,7 @@ static int srnic_sq_write_wqe(struct srnic_qp *qp, u32 producer,
 	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
 	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
 		wqe->imm_data = wr->ex.imm_data;
-	if (qp->ibqp.qp_type == IB_QPT_UD) {
+	if (srnic_qp_is_ud(qp)) {
 		if (!ud_wr(wr)->ah)
 			return -EINVAL;
 		wqe->ud.ah_handle = to_srnic_ah(ud_wr(wr)->ah)->ah_num;

@@ -266,6 +266,76 @@ static void srnic_ud_rx(struct srnic_qp *qp, struct sk_buff *skb)
 		srnic_qp_to_error(qp, 0);
 }
 
+/* ---- Draining ---------------------------------------------------------- */
+
+/* Longest a drain waits for the engine, in milliseconds. */
+#define SRNIC_UD_DRAIN_MS 200
+
+/* Whether a UD QP in RTS has posted sends its engine has not taken yet. */
+static bool srnic_ud_sq_busy(struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD &&
+	       READ_ONCE(qp->state) == IB_QPS_RTS &&
+	       srnic_wq_has_work(qp, &qp->sq);
+}
+
+/**
+ * srnic_ud_drain_sq() - let a UD QP send what was posted, before destroy
+ * @qp: the QP
+ *
+ * UD sends need no peer, and consumers treat them as done once posted:
+ * mckey destroys its AH and QP right after posting (rxe sends within
+ * post_send, hardware within microseconds). The engine, which still runs
+ * the QP, gets a bounded moment to send them; a bogus user producer index
+ * only costs the wait. Context: process.
+ */
+void srnic_ud_drain_sq(struct srnic_qp *qp)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(SRNIC_UD_DRAIN_MS);
+
+	while (srnic_ud_sq_busy(qp) && time_before(jiffies, deadline)) {
+		srnic_engine_task_schedule(&qp->task);
+		usleep_range(100, 200);
+	}
+}
+
+/**
+ * srnic_ud_drain_pd() - let the UD QPs of a PD send what was posted,
+ * before one of the PD's AHs is destroyed
+ * @sdev: the device
+ * @pd: the AH's PD
+ *
+ * A send WQE names its AH by number, resolved when the engine takes it, so
+ * an AH destroyed right after the post would fail the send. As
+ * srnic_ud_drain_sq(), bounded. Context: process (a sleepable destroy_ah).
+ */
+void srnic_ud_drain_pd(struct srnic_dev *sdev, struct ib_pd *pd)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(SRNIC_UD_DRAIN_MS);
+	struct srnic_qp *qp;
+	unsigned long qpn;
+	bool busy;
+
+	do {
+		busy = false;
+		/*
+		 * destroy_qp erases a QP, then waits for RCU readers before
+		 * stopping its task and freeing it: under the read lock every
+		 * QP found is whole.
+		 */
+		rcu_read_lock();
+		xa_for_each(&sdev->qps, qpn, qp) {
+			if (qp->ibqp.pd != pd || !srnic_ud_sq_busy(qp))
+				continue;
+			busy = true;
+			srnic_engine_task_schedule(&qp->task);
+		}
+		rcu_read_unlock();
+		if (busy)
+			usleep_range(100, 200);
+	} while (busy && time_before(jiffies, deadline));
+}
+
 /* ---- Engine callbacks ------------------------------------------------- */
 
 static bool srnic_ud_run(struct srnic_engine_task *task)

@@ -99,6 +99,22 @@ def link_counters(end):
     return {out[j]: int(out[j + 1]) for j in range(i, len(out) - 1, 2)}
 
 
+def rdma_user_counts():
+    """{ibdev: {pd, cq, qp, mr, ctx}} as `rdma resource show` counts them,
+    less the objects kernel consumers own (no "pid" in their entries): an
+    srnic device is a kernel verbs provider, so ib_core's own clients hold
+    objects on it from registration on (ib_mad's QP1, its PD and CQ)."""
+    res = json.loads(run("rdma", "-j", "resource", "show").stdout or "[]")
+    counts = {d["ifname"]: {k: d[k] for k in ("pd", "cq", "qp", "mr", "ctx")}
+              for d in res}
+    for kind in ("pd", "cq", "qp", "mr"):
+        out = run("rdma", "-j", "resource", "show", kind).stdout
+        for o in json.loads(out or "[]"):
+            if o.get("ifname") in counts and "pid" not in o:
+                counts[o["ifname"]][kind] -= 1
+    return counts
+
+
 def sysfs_read(path):
     with open(path) as f:
         return f.read().strip()

@@ -170,10 +170,10 @@ def assert_fatal(s):
 def srnic_counts():
     """{ibdev: {pd, cq, qp, mr, ctx}} of the srnic devices (the topology's
     srnic0 and srnic1; devices of every netns show, ib_core's default
-    shared mode)."""
-    res = json.loads(harness.run("rdma", "-j", "resource", "show").stdout)
-    return {d["ifname"]: {k: d[k] for k in ("pd", "cq", "qp", "mr", "ctx")}
-            for d in res if d["ifname"].startswith("srnic")}
+    shared mode), the kernel's own objects (ib_mad's QP1 and the like) left
+    out (harness.rdma_user_counts())."""
+    return {name: c for name, c in harness.rdma_user_counts().items()
+            if name.startswith("srnic")}
 
 
 def assert_counts_zero(timeout=15):

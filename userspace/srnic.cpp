@@ -56,6 +56,7 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 // for one: it is only for XRC SRQs).
 constinit const verbs_context_ops srnic_context_ops = {
 	.alloc_pd = srnic::alloc_pd,
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = srnic::create_ah,
 	.create_cq = srnic::create_cq,
 	.create_cq_ex = srnic::create_cq_ex,
@@ -69,6 +70,7 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.destroy_cq = srnic::destroy_cq,
 	.destroy_qp = srnic::destroy_qp,
 	.destroy_srq = srnic::destroy_srq,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srnic_free_context,
 	.modify_qp = srnic::modify_qp,
 	.modify_srq = srnic::modify_srq,

@@ -494,6 +494,11 @@ int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah, struct ibv_ah_attr *
 		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size);
 int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 
+// UD multicast: the uverbs ATTACH_MCAST/DETACH_MCAST commands, used directly
+// as srnic's attach_mcast/detach_mcast (0 or a positive errno).
+int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+
 // The uverbs POST_SEND/POST_RECV write commands; with wr == NULL they carry
 // no work request, which srnic's kernel treats as a doorbell.
 int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
