@@ -261,7 +261,8 @@ void install_send_ops(Qp &qp, uint64_t send_ops_flags) noexcept
 		if (send_ops_flags & b.send_ops_flag)
 			b.install(qpx);
 	qpx.wr_set_ud_addr = wr_set_ud_addr;
-	qpx.wr_set_xrc_srqn = wr_set_xrc_srqn;
+	if (qp.type == IBV_QPT_XRC_SEND)
+		qpx.wr_set_xrc_srqn = wr_set_xrc_srqn;
 	qpx.wr_set_sge = wr_set_sge;
 	qpx.wr_set_sge_list = wr_set_sge_list;
 	qpx.wr_set_inline_data = wr_set_inline_data;
