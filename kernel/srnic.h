@@ -451,12 +451,29 @@ struct srnic_wq {
  *	@rq.lock serialises kernel posts and every QP taking WQEs
  * @srqn: SRQ number, reported to the provider
  * @limit: armed srq_limit, 0 when disarmed; under @rq.lock
+ * @xrcd: an XRC SRQ's domain, NULL for a basic SRQ
+ * @ref: XRC SRQs: references; srnic_xrc_srq_get() takes one
+ * @released: XRC SRQs: completed when @ref drops to zero
  */
 struct srnic_srq {
 	struct ib_srq ibsrq;
 	struct srnic_wq rq;
 	u32 srqn;
 	u32 limit;
+	struct srnic_xrcd *xrcd;
+	refcount_t ref;
+	struct completion released;
+};
+
+/**
+ * struct srnic_xrcd - an XRC domain (srnic_srq.c)
+ * @ibxrcd: the ib_core XRC domain
+ * @srqs: SRQ number -> its XRC SRQs (struct srnic_srq), looked up under
+ *	  RCU by the XRC_TGT QPs of the domain (srnic_xrc_srq_get())
+ */
+struct srnic_xrcd {
+	struct ib_xrcd ibxrcd;
+	struct xarray srqs;
 };
 
 /**
@@ -681,6 +698,11 @@ enum srnic_resp_msg {
  *	     (max_dest_rd_atomic of the SRNIC_MAX_RD_ATOMIC slots, used in
  *	     turn)
  * @atomic_next: the slot of @atomics the next atomic takes
+ * @xsrq: XRC_TGT: the XRC SRQ the request being executed names (its
+ *	  XRCETH), referenced for that packet only, or NULL
+ * @xsrqn: XRC_TGT: the XRC SRQ number of the message in progress (of
+ *	   @rwqe while @have_rwqe)
+ * @read_pd: the PD the READ being answered was checked against
  *
  * @sgl, @write_mr and @read_mr hold MR references only during one run of
  * the QP's task: srnic_resp_put_mrs() drops them after each, and the next
@@ -712,6 +734,9 @@ struct srnic_resp {
 	enum ib_event_type fatal_event;
 	struct srnic_atomic_replay *atomics;
 	u32 atomic_next;
+	struct srnic_srq *xsrq;
+	u32 xsrqn;
+	struct srnic_pd *read_pd;
 };
 
 /**
@@ -761,6 +786,7 @@ struct srnic_path {
  * @last_wqe_pending: the QP, attached to an SRQ, entered the error state;
  *		      its task reports IB_EVENT_QP_LAST_WQE_REACHED once it
  *		      has flushed the receive WQE it held
+ * @xrcd: XRC_TGT: the XRC domain whose SRQs the QP's requests may name
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -779,6 +805,7 @@ struct srnic_qp {
 	struct srnic_path path;
 	struct sk_buff_head rxq;
 	atomic_t last_wqe_pending;
+	struct srnic_xrcd *xrcd;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
@@ -816,6 +843,11 @@ static inline struct srnic_srq *to_srnic_srq(struct ib_srq *ibsrq)
 	return container_of(ibsrq, struct srnic_srq, ibsrq);
 }
 
+static inline struct srnic_xrcd *to_srnic_xrcd(struct ib_xrcd *ibxrcd)
+{
+	return container_of(ibxrcd, struct srnic_xrcd, ibxrcd);
+}
+
 /*
  * Whether the QP is a datagram QP: UD, or the GSI QP (QP1), which is a UD
  * QP with QP number 1 that only kernel consumers (ib_mad) create.
@@ -832,7 +864,16 @@ static inline bool srnic_qp_is_ud(const struct srnic_qp *qp)
  */
 static inline bool srnic_qp_acked(const struct srnic_qp *qp)
 {
-	return qp->ibqp.qp_type == IB_QPT_RC;
+	return qp->ibqp.qp_type == IB_QPT_RC ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_INI ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+/* XRC_INI and XRC_TGT QPs use the XRC opcodes (transport 0xa0). */
+static inline bool srnic_qp_is_xrc(const struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_XRC_INI ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
 }
 
 /*
@@ -842,6 +883,29 @@ static inline bool srnic_qp_acked(const struct srnic_qp *qp)
 static inline struct srnic_wq *srnic_qp_recv_wq(struct srnic_qp *qp)
 {
 	return qp->ibqp.srq ? &to_srnic_srq(qp->ibqp.srq)->rq : &qp->rq;
+}
+
+/*
+ * Where a responder's receive side is: for an XRC_TGT QP, the XRC SRQ a
+ * request names (@xsrq: its WQEs, its PD for every key, its CQ); for the
+ * others (@xsrq NULL), the QP's own receive queue, PD and receive CQ.
+ */
+static inline struct srnic_wq *srnic_resp_wq(struct srnic_qp *qp,
+					     struct srnic_srq *xsrq)
+{
+	return xsrq ? &xsrq->rq : srnic_qp_recv_wq(qp);
+}
+
+static inline struct srnic_pd *srnic_resp_pd(struct srnic_qp *qp,
+					     struct srnic_srq *xsrq)
+{
+	return to_srnic_pd(xsrq ? xsrq->ibsrq.pd : qp->ibqp.pd);
+}
+
+static inline struct srnic_cq *srnic_resp_cq(struct srnic_qp *qp,
+					     struct srnic_srq *xsrq)
+{
+	return to_srnic_cq(xsrq ? xsrq->ibsrq.ext.cq : qp->ibqp.recv_cq);
 }
 
 /* srnic_main.c: the device list and device creation/teardown */
@@ -987,6 +1051,10 @@ int srnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int srnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
 bool srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe);
+struct srnic_srq *srnic_xrc_srq_get(struct srnic_qp *qp, u32 srqn);
+void srnic_srq_put(struct srnic_srq *srq);
+int srnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int srnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 void srnic_srq_qp_error(struct srnic_qp *qp);
 void srnic_srq_qp_flushed(struct srnic_qp *qp);
 
@@ -1004,6 +1072,8 @@ enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 				      const struct srnic_send_wqe *wqe,
 				      struct srnic_sgl *sgl);
 bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
+bool srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
+			struct srnic_recv_wqe *rwqe);
 void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 		       u32 len);
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);
@@ -1038,6 +1108,7 @@ int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
  * @dqpn: destination QP of a DETH packet (UD); others go to the QP's
  *	  dest_qp_num
  * @qkey: DETH Q_Key
+ * @xrc_srqn: XRCETH: the XRC SRQ at the target (XRC requests)
  * @path: where the packet goes; NULL for the QP's path
  */
 struct srnic_txd {
@@ -1059,6 +1130,7 @@ struct srnic_txd {
 	u32 len;
 	u32 dqpn;
 	u32 qkey;
+	u32 xrc_srqn;
 	const struct srnic_path *path;
 };
 

@@ -209,10 +209,11 @@ void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb)
 static_assert(sizeof(struct srnic_pkt) <= sizeof_field(struct sk_buff, cb));
 
 /*
- * Whether @qp takes @pkt: an opcode of the QP's type, a state that receives
- * it, and for RC and UC the addresses of the QP's connection (connected
- * peers are identified by them). A UD QP takes datagrams from anyone from RTR on;
- * its task checks the Q_Key.
+ * Whether @qp takes @pkt: an opcode of the QP's type (XRC QPs: XRC
+ * opcodes; requests for XRC_TGT, responses for XRC_INI), a state that
+ * receives it, and for RC, UC and XRC the addresses of the QP's connection
+ * (connected peers are identified by them). A UD QP takes datagrams from
+ * anyone from RTR on; its task checks the Q_Key.
  */
 static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 				const struct srnic_pkt *pkt)
@@ -220,9 +221,15 @@ static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 	/* Pairs with the release in srnic_qp_enter_state(). */
 	enum ib_qp_state state = smp_load_acquire(&qp->state);
 	const struct srnic_path *path = &qp->path;
-	u8 transport = qp->ibqp.qp_type == IB_QPT_UC ? SRNIC_TRANSPORT_UC :
-						       SRNIC_TRANSPORT_RC;
+	enum ib_qp_type type = qp->ibqp.qp_type;
+	u8 transport = type == IB_QPT_UC ? SRNIC_TRANSPORT_UC :
+		       srnic_qp_is_xrc(qp) ? SRNIC_TRANSPORT_XRC :
+		       SRNIC_TRANSPORT_RC;
 
+	/* An XRC_INI QP only sends requests, an XRC_TGT QP only gets them. */
+	if ((type == IB_QPT_XRC_INI && (pkt->flags & SRNIC_OPF_REQUEST)) ||
+	    (type == IB_QPT_XRC_TGT && !(pkt->flags & SRNIC_OPF_REQUEST)))
+		return false;
 	if (srnic_qp_is_ud(qp))
 		return (pkt->opcode & SRNIC_OPCODE_TRANSPORT_MASK) ==
 		       SRNIC_TRANSPORT_UD &&

@@ -5,9 +5,10 @@
  * An RC, UC or UD QP is two rings (srnic-abi.h): the SQ of 64-byte struct
  * srnic_send_wqe headers followed by SGEs or inline data, and the RQ of
  * struct srnic_recv_wqe followed by SGEs (none for a QP attached to an SRQ,
- * srnic_srq.c, whose ring has the RQ's format). For user QPs the provider fills
- * them and publishes the producer index; post_send/post_recv with no work
- * requests are its doorbell. For kernel QPs srnic_post_send() and
+ * srnic_srq.c, whose ring has the RQ's format, nor for XRC QPs: XRC_INI
+ * only sends, XRC_TGT receives into the XRC SRQs its requests name). For
+ * user QPs the provider fills them and publishes the producer index;
+ * post_send/post_recv with no work requests are its doorbell. For kernel QPs srnic_post_send() and
  * srnic_post_recv() below write the same formats into kernel-only rings.
  *
  * modify_qp runs the IBTA state machine: ib_modify_qp_is_ok() validates the
@@ -380,28 +381,41 @@ static int srnic_qp_map_rings(struct srnic_qp *qp, struct ib_udata *udata)
  *	  what the rings actually hold
  * @udata: driver data of a user QP; NULL for a kernel QP
  *
- * RC, UC and UD; for kernel consumers also GSI (QP1, see
- * srnic_qp_is_ud()). A QP with an SRQ (@init->srq) has no RQ: its receive
- * capabilities are ignored and reported as zero.
+ * RC, UC, UD, XRC_INI and XRC_TGT; for kernel consumers also GSI (QP1, see
+ * srnic_qp_is_ud()). A QP with an SRQ (@init->srq) and an XRC_INI QP have
+ * no RQ: their receive capabilities are ignored and reported as zero. An
+ * XRC_TGT QP (always a kernel object: ib_core shares it between
+ * processes) has no CQ, no RQ and only a one-entry SQ that nothing may
+ * post to; its requests name the XRC SRQs of @init->xrcd that receive
+ * them.
  */
 int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
 {
 	struct srnic_dev *sdev = to_srnic_dev(ibqp->device);
 	struct srnic_qp *qp = to_srnic_qp(ibqp);
+	bool xrc_tgt = init->qp_type == IB_QPT_XRC_TGT;
 	struct ib_qp_cap *cap = &init->cap;
 	u32 qpn, sq_payload;
+	bool has_rq;
 	int err;
 
 	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
-	     init->qp_type != IB_QPT_UD &&
-	     (init->qp_type != IB_QPT_GSI || udata)) ||
+	     init->qp_type != IB_QPT_UD && init->qp_type != IB_QPT_XRC_INI &&
+	     !xrc_tgt && (init->qp_type != IB_QPT_GSI || udata)) ||
 	    init->create_flags ||
 	    (init->srq && init->srq->srq_type != IB_SRQT_BASIC))
 		return -EOPNOTSUPP;
-	if (!init->send_cq || !init->recv_cq)
+	if (xrc_tgt) {
+		if (!init->xrcd)
+			return -EINVAL;
+		memset(cap, 0, sizeof(*cap));
+	} else if (!init->send_cq ||
+		   (!init->recv_cq && init->qp_type != IB_QPT_XRC_INI)) {
 		return -EINVAL;
-	err = srnic_qp_check_caps(cap, !!init->srq);
+	}
+	has_rq = !init->srq && !xrc_tgt && init->qp_type != IB_QPT_XRC_INI;
+	err = srnic_qp_check_caps(cap, !has_rq);
 	if (err)
 		return err;
 	if (udata) {
@@ -415,6 +429,7 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	init_completion(&qp->released);
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->xrcd = xrc_tgt ? to_srnic_xrcd(init->xrcd) : NULL;
 
 	sq_payload = max_t(u32, cap->max_send_sge * sizeof(struct srnic_sge),
 			   cap->max_inline_data);
@@ -422,7 +437,7 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			    sizeof(struct srnic_send_wqe), sq_payload);
 	if (err)
 		return err;
-	if (!init->srq) {
+	if (has_rq) {
 		err = srnic_wq_init(&qp->rq, cap->max_recv_wr,
 				    sizeof(struct srnic_recv_wqe),
 				    cap->max_recv_sge * sizeof(struct srnic_sge));
@@ -462,11 +477,13 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			       &srnic_qp_task_ops, qpn);
 	srnic_engine_task_start(&qp->task);
 
-	cap->max_send_wr = qp->sq.max_wr;
-	cap->max_recv_wr = qp->rq.max_wr;
-	cap->max_send_sge = qp->sq.max_sge;
-	cap->max_recv_sge = qp->rq.max_sge;
-	cap->max_inline_data = qp->max_inline;
+	if (!xrc_tgt) {
+		cap->max_send_wr = qp->sq.max_wr;
+		cap->max_recv_wr = qp->rq.max_wr;
+		cap->max_send_sge = qp->sq.max_sge;
+		cap->max_recv_sge = qp->rq.max_sge;
+		cap->max_inline_data = qp->max_inline;
+	}
 
 	xa_store(&sdev->qps, qpn, qp, GFP_KERNEL);	/* reserved: no alloc */
 	return 0;
@@ -753,11 +770,13 @@ int srnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->ah_attr.grh.sgid_attr = NULL;
 	mutex_unlock(&qp->state_lock);
 
-	attr->cap.max_send_wr = qp->sq.max_wr;
-	attr->cap.max_recv_wr = qp->rq.max_wr;
-	attr->cap.max_send_sge = qp->sq.max_sge;
-	attr->cap.max_recv_sge = qp->rq.max_sge;
-	attr->cap.max_inline_data = qp->max_inline;
+	if (ibqp->qp_type != IB_QPT_XRC_TGT) {	/* its SQ is no SQ */
+		attr->cap.max_send_wr = qp->sq.max_wr;
+		attr->cap.max_recv_wr = qp->rq.max_wr;
+		attr->cap.max_send_sge = qp->sq.max_sge;
+		attr->cap.max_recv_sge = qp->rq.max_sge;
+		attr->cap.max_inline_data = qp->max_inline;
+	}
 
 	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;
@@ -873,8 +892,9 @@ int srnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		srnic_wq_doorbell(qp, true);
 		return 0;
 	}
+	/* An XRC_TGT QP only receives. */
 	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
-	    state == IB_QPS_RTR) {
+	    state == IB_QPS_RTR || ibqp->qp_type == IB_QPT_XRC_TGT) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
@@ -949,7 +969,8 @@ int srnic_wq_post_recv(struct srnic_wq *wq, const struct ib_recv_wr *wr,
  * @wr: work requests; for a user QP, none: the provider's doorbell
  * @bad_wr: the first request not posted, on error
  *
- * A QP with an SRQ has no RQ: receives go to the SRQ (EINVAL here).
+ * A QP with an SRQ has no RQ: receives go to the SRQ (EINVAL here), as
+ * has an XRC QP.
  */
 int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
@@ -957,7 +978,7 @@ int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	struct srnic_qp *qp = to_srnic_qp(ibqp);
 	int err;
 
-	if (ibqp->srq) {
+	if (!qp->rq.ring.buf) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}

@@ -200,6 +200,22 @@ bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe)
 	return true;
 }
 
+/**
+ * srnic_resp_rq_take() - take the next receive WQE of a responder
+ * @qp: the responder QP
+ * @xsrq: for an XRC_TGT QP, the XRC SRQ the request names; NULL for others
+ * @rwqe: as for srnic_rq_take()
+ *
+ * Return: false when the queue is empty or the QP is in the error state.
+ */
+bool srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
+			struct srnic_recv_wqe *rwqe)
+{
+	if (!xsrq)
+		return srnic_rq_take(qp, rwqe);
+	return READ_ONCE(qp->state) != IB_QPS_ERR && srnic_srq_take(xsrq, rwqe);
+}
+
 static bool srnic_responder_ready(struct srnic_qp *dest)
 {
 	enum ib_qp_state state = READ_ONCE(dest->state);
@@ -208,8 +224,8 @@ static bool srnic_responder_ready(struct srnic_qp *dest)
 	       state == IB_QPS_SQD || state == IB_QPS_SQE;
 }
 
-static int srnic_post_recv_cqe(struct srnic_qp *dest, u64 wr_id,
-			       enum ib_wc_status status, u8 opcode,
+static int srnic_post_recv_cqe(struct srnic_qp *dest, struct srnic_srq *xsrq,
+			       u64 wr_id, enum ib_wc_status status, u8 opcode,
 			       u32 byte_len, const struct srnic_send_wqe *wqe,
 			       u32 src_qp)
 {
@@ -228,17 +244,18 @@ static int srnic_post_recv_cqe(struct srnic_qp *dest, u64 wr_id,
 		cqe.imm_data = wqe->imm_data;
 		cqe.wc_flags = SRNIC_CQE_WITH_IMM;
 	}
-	return srnic_cq_post(to_srnic_cq(dest->ibqp.recv_cq), &cqe, solicited);
+	return srnic_cq_post(srnic_resp_cq(dest, xsrq), &cqe, solicited);
 }
 
 /*
- * Consume the responder's next receive WQE for the message of @wqe and,
- * with @deliver_payload, scatter @src into it. Sets *@rnr when the RQ is
- * empty, *@dest_fatal when the responder must enter the error state.
- * Returns the requester's status.
+ * Consume the responder's next receive WQE for the message of @wqe (from
+ * @xsrq for an XRC_TGT responder) and, with @deliver_payload, scatter @src
+ * into it. Sets *@rnr when the RQ is empty, *@dest_fatal when the
+ * responder must enter the error state. Returns the requester's status.
  */
 static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 					     struct srnic_qp *dest,
+					     struct srnic_srq *xsrq,
 					     const struct srnic_send_wqe *wqe,
 					     const struct srnic_sgl *src,
 					     bool deliver_payload, bool *rnr,
@@ -249,11 +266,11 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	struct srnic_sge *sge = (struct srnic_sge *)(rwqe + 1);
 	struct srnic_sgl *dst = &qp->req.rsgl;
 	u8 opcode = deliver_payload ? IB_WC_RECV : IB_WC_RECV_RDMA_WITH_IMM;
-	struct srnic_wq *rq = srnic_qp_recv_wq(dest);
+	struct srnic_wq *rq = srnic_resp_wq(dest, xsrq);
 	enum ib_wc_status rstatus;
 
 	/* Only taking the WQE is serialised; the copy runs unlocked. */
-	if (!srnic_rq_take(dest, rwqe)) {
+	if (!srnic_resp_rq_take(dest, xsrq, rwqe)) {
 		*rnr = true;
 		return IB_WC_SUCCESS;
 	}
@@ -262,7 +279,7 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	if (rwqe->num_sge > rq->max_sge) {
 		rstatus = IB_WC_LOC_QP_OP_ERR;
 	} else if (deliver_payload) {
-		rstatus = srnic_sgl_get(ddev, to_srnic_pd(dest->ibqp.pd), sge,
+		rstatus = srnic_sgl_get(ddev, srnic_resp_pd(dest, xsrq), sge,
 					rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
 					dst);
 		if (rstatus == IB_WC_SUCCESS && dst->len < src->len) {
@@ -275,7 +292,7 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 		}
 	}
 	/* The receive completion goes out before the requester's. */
-	if (srnic_post_recv_cqe(dest, rwqe->wr_id, rstatus, opcode,
+	if (srnic_post_recv_cqe(dest, xsrq, rwqe->wr_id, rstatus, opcode,
 				rstatus == IB_WC_SUCCESS ? src->len : 0, wqe,
 				qp->ibqp.qp_num))
 		*dest_fatal = true;
@@ -289,6 +306,7 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 
 /* The responder's MR for an RDMA WRITE or READ, checked as IBTA says. */
 static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
+					  struct srnic_srq *xsrq,
 					  const struct srnic_send_wqe *wqe,
 					  u64 len, int access,
 					  struct srnic_sgl *sgl)
@@ -303,7 +321,7 @@ static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
 	if (!len)
 		return IB_WC_SUCCESS;
 	mr = srnic_mr_lookup(ddev, wqe->rdma.rkey, SRNIC_RKEY,
-			     to_srnic_pd(dest->ibqp.pd), access,
+			     srnic_resp_pd(dest, xsrq), access,
 			     wqe->rdma.remote_addr, len);
 	if (IS_ERR(mr))
 		return IB_WC_REM_ACCESS_ERR;
@@ -321,6 +339,7 @@ static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
  * original value written into the requester's 8-byte SGE @local.
  */
 static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
+					    struct srnic_srq *xsrq,
 					    const struct srnic_send_wqe *wqe,
 					    const struct srnic_sgl *local)
 {
@@ -335,7 +354,7 @@ static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
 	if (!READ_ONCE(dest->attrs.max_dest_rd_atomic))
 		return IB_WC_REM_INV_REQ_ERR;
 	mr = srnic_mr_lookup(ddev, wqe->atomic.rkey, SRNIC_RKEY,
-			     to_srnic_pd(dest->ibqp.pd), IB_ACCESS_REMOTE_ATOMIC,
+			     srnic_resp_pd(dest, xsrq), IB_ACCESS_REMOTE_ATOMIC,
 			     wqe->atomic.remote_addr, SRNIC_ATOMIC_SIZE);
 	if (IS_ERR(mr))
 		return IB_WC_REM_ACCESS_ERR;
@@ -366,9 +385,13 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 	struct srnic_qp *dest = srnic_local_dest_get(qp);
 	struct srnic_sgl *remote = &qp->req.rsgl;
 	bool rnr = false, dest_fatal = false;
+	struct srnic_srq *xsrq = NULL;
+	bool to_tgt = dest && dest->ibqp.qp_type == IB_QPT_XRC_TGT;
 
 	*status = IB_WC_SUCCESS;
-	if (!dest || !srnic_responder_ready(dest)) {
+	/* XRC_INI talks to XRC_TGT only, as its XRC opcodes would. */
+	if (!dest || !srnic_responder_ready(dest) ||
+	    srnic_qp_is_xrc(qp) != to_tgt) {
 		/* Nobody answers: what retries would end in (UC: lost). */
 		if (srnic_qp_acked(qp))
 			*status = IB_WC_RETRY_EXC_ERR;
@@ -376,32 +399,41 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 	}
 
 	remote->num = 0;
+	if (srnic_qp_is_xrc(qp)) {
+		/* The XRC SRQ must be of the target's domain. */
+		xsrq = srnic_xrc_srq_get(dest, wqe->xrc_remote_srqn);
+		if (!xsrq) {
+			*status = IB_WC_REM_INV_REQ_ERR;
+			goto executed;
+		}
+	}
 	switch (wqe->opcode) {
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
-		*status = srnic_local_receive(qp, dest, wqe, local, true, &rnr,
-					      &dest_fatal);
+		*status = srnic_local_receive(qp, dest, xsrq, wqe, local, true,
+					      &rnr, &dest_fatal);
 		break;
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
-		*status = srnic_local_rkey(dest, wqe, local->len,
+		*status = srnic_local_rkey(dest, xsrq, wqe, local->len,
 					   IB_ACCESS_REMOTE_WRITE, remote);
 		if (*status != IB_WC_SUCCESS)
 			break;
 		/* An RNR must come before any byte is written. */
 		if (wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM &&
-		    !srnic_wq_has_work(dest, srnic_qp_recv_wq(dest))) {
+		    !srnic_wq_has_work(dest, srnic_resp_wq(dest, xsrq))) {
 			rnr = true;
 			break;
 		}
 		srnic_sgl_copy(remote, local);
 		srnic_sgl_put(remote);
 		if (wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
-			*status = srnic_local_receive(qp, dest, wqe, local,
-						      false, &rnr, &dest_fatal);
+			*status = srnic_local_receive(qp, dest, xsrq, wqe,
+						      local, false, &rnr,
+						      &dest_fatal);
 		break;
 	case IB_WR_RDMA_READ:
-		*status = srnic_local_rkey(dest, wqe, local->len,
+		*status = srnic_local_rkey(dest, xsrq, wqe, local->len,
 					   IB_ACCESS_REMOTE_READ, remote);
 		if (*status != IB_WC_SUCCESS)
 			break;
@@ -409,13 +441,14 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 		break;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		*status = srnic_local_atomic(dest, wqe, local);
+		*status = srnic_local_atomic(dest, xsrq, wqe, local);
 		break;
 	default:
 		*status = IB_WC_REM_INV_REQ_ERR;
 		break;
 	}
 	srnic_sgl_put(remote);
+executed:
 
 	/* The responder's RNR NAK carries its timer. */
 	if (rnr)
@@ -439,6 +472,8 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 	if (dest_fatal)
 		srnic_qp_to_error(dest, IB_EVENT_QP_REQ_ERR);
 out:
+	if (xsrq)
+		srnic_srq_put(xsrq);
 	if (dest)
 		srnic_qp_put(dest);
 	return rnr ? SRNIC_EXEC_RNR : SRNIC_EXEC_DONE;
@@ -715,8 +750,8 @@ void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 }
 
 /**
- * srnic_rc_tx() - build one packet of the QP (RC, or UD with DETH) and
- * send it
+ * srnic_rc_tx() - build one packet of the QP (RC, UC, XRC with XRCETH, or
+ * UD with DETH) and send it
  * @qp: the sending QP, its path resolved
  * @txd: what the packet holds; the payload bytes must lie within @txd's
  *	 source (checked when the SGL or MR was resolved)
@@ -750,6 +785,10 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 	bth->apsn = cpu_to_be32((txd->psn & SRNIC_PSN_MASK) |
 				(txd->ack_req ? SRNIC_BTH_APSN_ACKREQ_MASK : 0));
 	p = skb->data + sizeof(*bth);
+	if (flags & SRNIC_HDR_XRCETH) {
+		srnic_xrceth_put((struct srnic_xrceth *)p, txd->xrc_srqn);
+		p += sizeof(struct srnic_xrceth);
+	}
 	if (flags & SRNIC_HDR_DETH) {
 		struct srnic_deth *deth = (struct srnic_deth *)p;
 

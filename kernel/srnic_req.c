@@ -325,6 +325,11 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.opcode |= SRNIC_TRANSPORT_UC;
 			txd.ack_req = false;
 		}
+		if (srnic_qp_is_xrc(qp)) {
+			/* Every XRC request names the target's XRC SRQ. */
+			txd.opcode |= SRNIC_TRANSPORT_XRC;
+			txd.xrc_srqn = wqe->xrc_remote_srqn;
+		}
 		/*
 		 * A full queue on the way out (-ENOBUFS, e.g. a veth
 		 * backlog): the packet never left, so it is not sent; like
@@ -748,11 +753,11 @@ void srnic_req_rx_response(struct srnic_qp *qp, struct sk_buff *skb)
 
 	if (pkt->flags & SRNIC_OPF_READ) {
 		ok = srnic_req_read_response(qp, skb, pkt);
-	} else if (pkt->opcode == SRNIC_OPCODE(SRNIC_TRANSPORT_RC,
-					       SRNIC_OP_ATOMIC_ACK)) {
+	} else if ((pkt->opcode & SRNIC_OPCODE_OP_MASK) ==
+		   SRNIC_OP_ATOMIC_ACK) {
+		/* The transport (RC or XRC) is the QP's: srnic_rx_packet(). */
 		ok = srnic_req_atomic_response(qp, skb, pkt);
-	} else if (pkt->opcode == SRNIC_OPCODE(SRNIC_TRANSPORT_RC,
-					       SRNIC_OP_ACK)) {
+	} else if ((pkt->opcode & SRNIC_OPCODE_OP_MASK) == SRNIC_OP_ACK) {
 		const struct srnic_aeth *aeth =
 			(const struct srnic_aeth *)(skb->data + pkt->aeth);
 

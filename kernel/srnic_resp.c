@@ -28,6 +28,13 @@
  * resynchronises. A message with a remote error (R_Key, length) or no
  * receive WQE is dropped the same way, counted, and the QP carries on;
  * errors of the receive WQE itself move the QP to the error state as on RC.
+ *
+ * An XRC_TGT QP responds as RC does, with XRC opcodes, but has no receive
+ * queue, PD or CQ of its own: each request's XRCETH names an XRC SRQ of
+ * the QP's XRC domain (looked up for that packet, resp->xsrq), whose WQEs
+ * receive SENDs, whose PD checks every key and whose CQ gets the receive
+ * completions. A request naming no SRQ of the domain, or another SRQ than
+ * the message it continues, is an invalid request.
  */
 
 #include <linux/highmem.h>
@@ -45,6 +52,13 @@ enum srnic_resp_verdict {
 	SRNIC_RESP_DROP,	/* UC: the message is dropped, the QP goes on */
 };
 
+/* A response opcode of the QP's transport (XRC_TGT: XRC, else RC). */
+static u8 srnic_resp_opcode(struct srnic_qp *qp, u8 op)
+{
+	return SRNIC_OPCODE(srnic_qp_is_xrc(qp) ? SRNIC_TRANSPORT_XRC :
+			    SRNIC_TRANSPORT_RC, op);
+}
+
 static u32 srnic_aeth(u8 type, u8 value, u32 msn)
 {
 	u8 syndrome = FIELD_PREP(SRNIC_AETH_SYNDROME_TYPE_MASK, type) |
@@ -57,7 +71,7 @@ static u32 srnic_aeth(u8 type, u8 value, u32 msn)
 static void srnic_resp_send_aeth(struct srnic_qp *qp, u32 psn, u32 aeth)
 {
 	struct srnic_txd txd = {
-		.opcode = SRNIC_OPCODE(SRNIC_TRANSPORT_RC, SRNIC_OP_ACK),
+		.opcode = srnic_resp_opcode(qp, SRNIC_OP_ACK),
 		.psn = psn,
 		.aeth = aeth,
 	};
@@ -93,6 +107,19 @@ static void srnic_resp_nak(struct srnic_qp *qp, u32 psn, u8 type, u8 value)
 	srnic_resp_send_aeth(qp, psn, srnic_aeth(type, value, qp->resp.msn));
 }
 
+/*
+ * The XRC SRQ the receive WQE held came from (XRC_TGT), referenced, or NULL
+ * (other QPs, or the SRQ is gone: its CQ may be too).
+ */
+static struct srnic_srq *srnic_resp_rwqe_srq(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	if (qp->ibqp.qp_type != IB_QPT_XRC_TGT)
+		return NULL;
+	return srnic_xrc_srq_get(qp, resp->xsrqn);
+}
+
 /* Post the receive completion of the current receive WQE. */
 static void srnic_resp_complete(struct srnic_qp *qp, enum ib_wc_status status,
 				u8 opcode, u32 byte_len,
@@ -100,6 +127,8 @@ static void srnic_resp_complete(struct srnic_qp *qp, enum ib_wc_status status,
 				const struct sk_buff *skb)
 {
 	struct srnic_resp *resp = &qp->resp;
+	struct srnic_srq *xsrq = srnic_resp_rwqe_srq(qp);
+	int err;
 	struct srnic_cqe cqe = {
 		.wr_id = resp->rwqe->wr_id,
 		.status = status,
@@ -115,8 +144,13 @@ static void srnic_resp_complete(struct srnic_qp *qp, enum ib_wc_status status,
 				(skb->data + pkt->immdt))->imm;
 		cqe.wc_flags = SRNIC_CQE_WITH_IMM;
 	}
-	if (srnic_cq_post(to_srnic_cq(qp->ibqp.recv_cq), &cqe,
-			  pkt && pkt->solicited))
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT && !xsrq)
+		return;		/* its SRQ was destroyed meanwhile */
+	err = srnic_cq_post(srnic_resp_cq(qp, xsrq), &cqe,
+			    pkt && pkt->solicited);
+	if (xsrq)
+		srnic_srq_put(xsrq);
+	if (err)
 		srnic_qp_to_error(qp, 0);	/* a lost completion */
 }
 
@@ -178,7 +212,7 @@ static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
 
 	if (resp->have_rwqe)
 		return SRNIC_RESP_OK;
-	if (!srnic_rq_take(qp, resp->rwqe)) {
+	if (!srnic_resp_rq_take(qp, resp->xsrq, resp->rwqe)) {
 		if (!srnic_qp_acked(qp)) {
 			srnic_count(to_srnic_dev(qp->ibqp.device),
 				    SRNIC_CNT_RX_DROP_NO_RECV_WQE);
@@ -191,7 +225,7 @@ static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
 		return SRNIC_RESP_RNR;
 	}
 	resp->have_rwqe = true;
-	if (resp->rwqe->num_sge > srnic_qp_recv_wq(qp)->max_sge)
+	if (resp->rwqe->num_sge > srnic_resp_wq(qp, resp->xsrq)->max_sge)
 		return srnic_resp_fatal(qp, pkt,
 					SRNIC_NAK_REMOTE_OPERATIONAL_ERROR,
 					IB_WC_LOC_QP_OP_ERR);
@@ -215,7 +249,7 @@ static enum srnic_resp_verdict srnic_resp_send(struct srnic_qp *qp,
 	}
 	/* Resolved for the first packet, again after srnic_resp_put_mrs(). */
 	if (!resp->sgl.len &&
-	    srnic_sgl_get(sdev, to_srnic_pd(qp->ibqp.pd),
+	    srnic_sgl_get(sdev, srnic_resp_pd(qp, resp->xsrq),
 			  (const struct srnic_sge *)(resp->rwqe + 1),
 			  resp->rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
 			  &resp->sgl) != IB_WC_SUCCESS)
@@ -256,7 +290,7 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 
 		/* An RNR must come before any byte is written. */
 		if (pkt->immdt &&
-		    !srnic_wq_has_work(qp, srnic_qp_recv_wq(qp))) {
+		    !srnic_wq_has_work(qp, srnic_resp_wq(qp, resp->xsrq))) {
 			v = srnic_resp_take_rwqe(qp, pkt);
 			if (v != SRNIC_RESP_OK)
 				return v;
@@ -273,7 +307,7 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 		struct srnic_mr *mr;
 
 		mr = srnic_mr_lookup(sdev, resp->write_rkey, SRNIC_RKEY,
-				     to_srnic_pd(qp->ibqp.pd),
+				     srnic_resp_pd(qp, resp->xsrq),
 				     IB_ACCESS_REMOTE_WRITE, resp->write_va,
 				     resp->write_len);
 		if (IS_ERR(mr))
@@ -321,13 +355,14 @@ static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
 	u64 va = be64_to_cpu(reth->va);
 	u32 len = be32_to_cpu(reth->dma_len);
 	u32 mtu = srnic_qp_mtu(qp);
+	struct srnic_pd *pd = srnic_resp_pd(qp, resp->xsrq);
 	struct srnic_mr *mr = NULL;
 
 	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_READ))
 		return false;
 	if (len) {
 		mr = srnic_mr_lookup(sdev, be32_to_cpu(reth->rkey), SRNIC_RKEY,
-				     to_srnic_pd(qp->ibqp.pd),
+				     pd,
 				     IB_ACCESS_REMOTE_READ, va, len);
 		if (IS_ERR(mr))
 			return false;
@@ -335,6 +370,7 @@ static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
 	/* ACKs owed go out before the responses. */
 	srnic_resp_flush_ack(qp);
 	resp->read_mr = mr;
+	resp->read_pd = pd;
 	resp->read_rkey = be32_to_cpu(reth->rkey);
 	resp->read_va = va;
 	resp->read_left = len;
@@ -419,7 +455,7 @@ int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
 static void srnic_resp_send_atomic_ack(struct srnic_qp *qp, u32 psn, u64 orig)
 {
 	struct srnic_txd txd = {
-		.opcode = SRNIC_OPCODE(SRNIC_TRANSPORT_RC, SRNIC_OP_ATOMIC_ACK),
+		.opcode = srnic_resp_opcode(qp, SRNIC_OP_ATOMIC_ACK),
 		.psn = psn,
 		.aeth = srnic_aeth(SRNIC_AETH_ACK, SRNIC_AETH_CREDITS_UNLIMITED,
 				   qp->resp.msn),
@@ -459,14 +495,15 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 					IB_WC_REM_INV_REQ_ERR);
 	srnic_atmeth_get((const struct srnic_atmeth *)(skb->data + pkt->atmeth),
 			 &f);
-	mr = srnic_mr_lookup(sdev, f.rkey, SRNIC_RKEY, to_srnic_pd(qp->ibqp.pd),
+	mr = srnic_mr_lookup(sdev, f.rkey, SRNIC_RKEY,
+			     srnic_resp_pd(qp, resp->xsrq),
 			     IB_ACCESS_REMOTE_ATOMIC, f.va, SRNIC_ATOMIC_SIZE);
 	if (IS_ERR(mr))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
 					IB_WC_REM_ACCESS_ERR);
 	err = srnic_atomic_execute(mr, f.va,
-				   pkt->opcode == SRNIC_OPCODE(SRNIC_TRANSPORT_RC,
-							       SRNIC_OP_CMP_SWAP),
+				   (pkt->opcode & SRNIC_OPCODE_OP_MASK) ==
+				   SRNIC_OP_CMP_SWAP,
 				   f.swap_add, f.compare, &orig);
 	srnic_mr_put(mr);
 	if (err)
@@ -673,6 +710,24 @@ static bool srnic_resp_uc_accept(struct srnic_qp *qp,
 	return true;
 }
 
+/*
+ * XRC_TGT: may the request at epsn, naming XRC SRQ @xsrqn, be executed?
+ * The SRQ must be of the QP's XRC domain, and a message's packets must all
+ * name the SRQ its first one named (whose WQE it fills).
+ */
+static bool srnic_resp_xrc_ok(struct srnic_qp *qp, const struct srnic_pkt *pkt,
+			      u32 xsrqn)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	if (!resp->xsrq)
+		return false;
+	if (resp->msg != SRNIC_RESP_IDLE || resp->have_rwqe)
+		return xsrqn == resp->xsrqn;
+	resp->xsrqn = xsrqn;
+	return true;
+}
+
 /**
  * srnic_resp_rx_request() - a request packet for the QP's responder
  * @qp: the QP, called from its task
@@ -683,11 +738,18 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 	const struct srnic_pkt *pkt = srnic_skb_pkt(skb);
 	struct srnic_resp *resp = &qp->resp;
 	enum ib_qp_state state = READ_ONCE(qp->state);
+	u32 xsrqn = 0;
 	int cmp;
 
 	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
 	    state == IB_QPS_ERR)
 		goto out;
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT) {
+		/* XRC opcodes all have an XRCETH (srnic_rx_packet()). */
+		xsrqn = srnic_xrceth_get((const struct srnic_xrceth *)
+					 (skb->data + pkt->xrceth));
+		resp->xsrq = srnic_xrc_srq_get(qp, xsrqn);
+	}
 	if (!srnic_qp_acked(qp)) {
 		if (srnic_resp_uc_accept(qp, pkt))
 			goto execute;
@@ -710,6 +772,13 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 	}
 
 execute:
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT &&
+	    !srnic_resp_xrc_ok(qp, pkt, xsrqn)) {
+		srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+				 IB_WC_REM_INV_REQ_ERR);
+		srnic_qp_to_error(qp, resp->fatal_event);
+		goto out;
+	}
 	switch (srnic_resp_execute(qp, skb, pkt)) {
 	case SRNIC_RESP_OK:
 		resp->nak_seq_sent = false;
@@ -730,6 +799,9 @@ execute:
 		break;
 	}
 out:
+	if (resp->xsrq)
+		srnic_srq_put(resp->xsrq);
+	resp->xsrq = NULL;
 	consume_skb(skb);
 }
 
@@ -745,7 +817,7 @@ static bool srnic_resp_read_mr(struct srnic_qp *qp)
 	struct srnic_mr *mr;
 
 	mr = srnic_mr_lookup(to_srnic_dev(qp->ibqp.device), resp->read_rkey,
-			     SRNIC_RKEY, to_srnic_pd(qp->ibqp.pd),
+			     SRNIC_RKEY, resp->read_pd,
 			     IB_ACCESS_REMOTE_READ, resp->read_va,
 			     resp->read_left);
 	if (!IS_ERR(mr)) {
@@ -796,7 +868,7 @@ bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 		else
 			op = last ? SRNIC_OP_READ_RESPONSE_LAST :
 				    SRNIC_OP_READ_RESPONSE_MIDDLE;
-		txd.opcode = SRNIC_OPCODE(SRNIC_TRANSPORT_RC, op);
+		txd.opcode = srnic_resp_opcode(qp, op);
 		srnic_rc_tx(qp, &txd);
 		resp->read_va += txd.len;
 		resp->read_left -= txd.len;
@@ -824,10 +896,16 @@ void srnic_resp_reset(struct srnic_qp *qp)
 {
 	struct srnic_resp *resp = &qp->resp;
 
-	if (resp->have_rwqe && READ_ONCE(qp->state) == IB_QPS_ERR)
-		srnic_cq_post_flush(to_srnic_cq(qp->ibqp.recv_cq),
-				    resp->rwqe->wr_id, qp->ibqp.qp_num,
-				    IB_WC_RECV);
+	if (resp->have_rwqe && READ_ONCE(qp->state) == IB_QPS_ERR) {
+		struct srnic_srq *xsrq = srnic_resp_rwqe_srq(qp);
+
+		if (xsrq || qp->ibqp.qp_type != IB_QPT_XRC_TGT)
+			srnic_cq_post_flush(srnic_resp_cq(qp, xsrq),
+					    resp->rwqe->wr_id, qp->ibqp.qp_num,
+					    IB_WC_RECV);
+		if (xsrq)
+			srnic_srq_put(xsrq);
+	}
 	srnic_resp_end_message(qp);
 	if (resp->read_mr)
 		srnic_mr_put(resp->read_mr);

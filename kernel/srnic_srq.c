@@ -20,6 +20,15 @@
  * flushes nothing from the SRQ; it completes the WQE its responder held
  * with IB_WC_WR_FLUSH_ERR, then reports IB_EVENT_QP_LAST_WQE_REACHED
  * (srnic_srq_qp_error(), srnic_srq_qp_flushed()).
+ *
+ * XRC: an XRC domain (srnic_alloc_xrcd()) holds its XRC SRQs by number.
+ * An XRC SRQ belongs to one domain and has its own CQ; an XRC_TGT QP of
+ * the domain takes WQEs from the SRQ each request names in its XRCETH,
+ * found with srnic_xrc_srq_get(), which only finds SRQs of the QP's own
+ * domain. The receive completion goes to the SRQ's CQ, and the SRQ's PD
+ * checks every key of the request. Those lookups hold a reference for one
+ * packet (or one local delivery); destroy_srq unpublishes the SRQ and
+ * waits for them.
  */
 
 #include <rdma/uverbs_ioctl.h>
@@ -46,7 +55,8 @@ static void srnic_srq_event(struct srnic_srq *srq, enum ib_event_type type)
  * @udata: driver data of a user SRQ (struct srnic_create_srq_req and
  *	   _resp); NULL for a kernel SRQ
  *
- * Basic SRQs only: XRC and tag-matching SRQs are EOPNOTSUPP.
+ * Basic and XRC SRQs (an XRC SRQ needs its domain and its CQ);
+ * tag-matching SRQs are EOPNOTSUPP.
  */
 int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
@@ -57,8 +67,11 @@ int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct srnic_create_srq_resp resp = {};
 	int id, err;
 
-	if (init->srq_type != IB_SRQT_BASIC)
+	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC)
 		return -EOPNOTSUPP;
+	if (init->srq_type == IB_SRQT_XRC &&
+	    (!init->ext.xrc.xrcd || !init->ext.cq))
+		return -EINVAL;
 	if (!attr->max_wr || attr->max_wr > SRNIC_MAX_SRQ_WR ||
 	    attr->max_sge > SRNIC_MAX_SGE)
 		return -EINVAL;
@@ -72,6 +85,9 @@ int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (id < 0)
 		return id == -ENOSPC ? -ENOMEM : id;
 	srq->srqn = id;
+	/* What ib_core reports as the XRC SRQ's number (ibv_get_srq_num()). */
+	if (init->srq_type == IB_SRQT_XRC)
+		ibsrq->ext.xrc.srq_num = id;
 	srq->limit = 0;
 
 	err = srnic_wq_init(&srq->rq, attr->max_wr,
@@ -101,6 +117,18 @@ int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	attr->max_wr = srq->rq.max_wr;
 	attr->max_sge = srq->rq.max_sge;
 	attr->srq_limit = 0;
+
+	if (init->srq_type == IB_SRQT_XRC) {
+		refcount_set(&srq->ref, 1);
+		init_completion(&srq->released);
+		srq->xrcd = to_srnic_xrcd(init->ext.xrc.xrcd);
+		/* Published last: XRC_TGT QPs find it from now on. */
+		err = xa_insert(&srq->xrcd->srqs, srq->srqn, srq, GFP_KERNEL);
+		if (err) {
+			srq->xrcd = NULL;
+			goto err_destroy_ring;
+		}
+	}
 	return 0;
 
 err_destroy_ring:
@@ -161,7 +189,8 @@ int srnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
  * srnic_destroy_srq() - ib_device_ops.destroy_srq
  * @ibsrq: the SRQ; ib_core refuses to destroy it while QPs use it
  *	   (usecnt), and a QP's destroy waits for every user of the QP, so
- *	   nobody takes WQEs from it any more
+ *	   nobody takes WQEs from it any more; an XRC SRQ is unpublished
+ *	   from its domain first and waits for the XRC_TGT QPs' lookups
  * @udata: unused
  */
 int srnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
@@ -169,6 +198,13 @@ int srnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	struct srnic_dev *sdev = to_srnic_dev(ibsrq->device);
 	struct srnic_srq *srq = to_srnic_srq(ibsrq);
 
+	if (srq->xrcd) {
+		/* XRC_TGT QPs hold no usecnt: wait for their lookups. */
+		xa_erase(&srq->xrcd->srqs, srq->srqn);
+		synchronize_rcu();
+		srnic_srq_put(srq);
+		wait_for_completion(&srq->released);
+	}
 	srnic_queue_destroy(&srq->rq.ring);
 	ida_free(&sdev->srq_ids, srq->srqn);
 	return 0;
@@ -255,4 +291,71 @@ void srnic_srq_qp_flushed(struct srnic_qp *qp)
 {
 	if (atomic_xchg(&qp->last_wqe_pending, 0))
 		srnic_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+}
+
+/**
+ * srnic_xrc_srq_get() - the XRC SRQ an XRC request names, referenced
+ * @qp: an XRC_TGT QP
+ * @srqn: the SRQ number of the request's XRCETH (untrusted)
+ *
+ * Only SRQs of @qp's XRC domain are found. From any context.
+ *
+ * Return: the SRQ, to be released with srnic_srq_put(), or NULL.
+ */
+struct srnic_srq *srnic_xrc_srq_get(struct srnic_qp *qp, u32 srqn)
+{
+	struct srnic_srq *srq;
+
+	if (!qp->xrcd)
+		return NULL;
+	rcu_read_lock();
+	srq = xa_load(&qp->xrcd->srqs, srqn);
+	if (srq && !refcount_inc_not_zero(&srq->ref))
+		srq = NULL;
+	rcu_read_unlock();
+	return srq;
+}
+
+/**
+ * srnic_srq_put() - drop a reference on an XRC SRQ
+ * @srq: the SRQ
+ */
+void srnic_srq_put(struct srnic_srq *srq)
+{
+	if (refcount_dec_and_test(&srq->ref))
+		complete(&srq->released);
+}
+
+/**
+ * srnic_alloc_xrcd() - ib_device_ops.alloc_xrcd
+ * @ibxrcd: the XRC domain ib_core allocated
+ * @udata: driver data; srnic defines none (non-zero bytes: EOPNOTSUPP)
+ */
+int srnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct srnic_xrcd *xrcd = to_srnic_xrcd(ibxrcd);
+
+	if (udata) {
+		int err = srnic_udata_check_tail(udata, 0);
+
+		if (err)
+			return err;
+	}
+	xa_init(&xrcd->srqs);
+	return 0;
+}
+
+/**
+ * srnic_dealloc_xrcd() - ib_device_ops.dealloc_xrcd
+ * @ibxrcd: the XRC domain; ib_core deallocates it only when no SRQ or QP
+ *	    uses it any more, so it holds no SRQ
+ * @udata: unused
+ */
+int srnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct srnic_xrcd *xrcd = to_srnic_xrcd(ibxrcd);
+
+	WARN_ON(!xa_empty(&xrcd->srqs));
+	xa_destroy(&xrcd->srqs);
+	return 0;
 }

@@ -62,6 +62,8 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->masked_atomic_cap = IB_ATOMIC_NONE;
 	/* `rdma link delete` may remove the device it created. */
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	/* XRC domains, SRQs and QPs (srnic_srq.c, srnic_qp.c). */
+	attr->device_cap_flags = IB_DEVICE_XRC;
 	/*
 	 * No IB_DEVICE_SRQ_RESIZE (modify_srq's IB_SRQ_MAX_WR is
 	 * EOPNOTSUPP); no IB_DEVICE_MEM_MGT_EXTENSIONS and no
@@ -324,6 +326,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.alloc_mr = srnic_alloc_mr,
 	.alloc_pd = srnic_alloc_pd,
 	.alloc_ucontext = srnic_alloc_ucontext,
+	.alloc_xrcd = srnic_alloc_xrcd,
 	.attach_mcast = srnic_attach_mcast,
 	.create_ah = srnic_create_ah,
 	.create_cq = srnic_create_cq,
@@ -333,6 +336,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.dealloc_driver = srnic_dev_dealloc,
 	.dealloc_pd = srnic_dealloc_pd,
 	.dealloc_ucontext = srnic_dealloc_ucontext,
+	.dealloc_xrcd = srnic_dealloc_xrcd,
 	.dereg_mr = srnic_dereg_mr,
 	.destroy_ah = srnic_destroy_ah,
 	.destroy_cq = srnic_destroy_cq,
@@ -371,4 +375,5 @@ const struct ib_device_ops srnic_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, srnic_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, srnic_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, srnic_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, srnic_xrcd, ibxrcd),
 };

@@ -292,6 +292,27 @@ void srnic_atmack_put(struct srnic_atmack *h, u64 orig)
 }
 
 /**
+ * srnic_xrceth_get() - the XRC SRQ number an XRCETH names
+ * @h: the header, inside an accepted XRC request; its reserved byte is
+ *     ignored
+ */
+u32 srnic_xrceth_get(const struct srnic_xrceth *h)
+{
+	return FIELD_GET(SRNIC_XRCETH_SRQN_MASK, be32_to_cpu(h->srqn));
+}
+
+/**
+ * srnic_xrceth_put() - encode an XRCETH
+ * @h: where it goes in the XRC request being built
+ * @srqn: the XRC SRQ at the target (24 bits; higher bits are dropped)
+ */
+void srnic_xrceth_put(struct srnic_xrceth *h, u32 srqn)
+{
+	h->srqn = cpu_to_be32(FIELD_PREP(SRNIC_XRCETH_SRQN_MASK,
+					 srqn & SRNIC_XRCETH_SRQN_MASK));
+}
+
+/**
  * srnic_icrc_headers() - start the invariant CRC of a RoCEv2 packet
  * @l3: the IP header (IPv4 without options, or IPv6), followed by UDP
  * @ipv6: whether @l3 is IPv6

@@ -269,6 +269,8 @@ void srnic_atmeth_get(const struct srnic_atmeth *h,
 void srnic_atmeth_put(struct srnic_atmeth *h,
 		      const struct srnic_atomic_fields *f);
 u64 srnic_atmack_get(const struct srnic_atmack *h);
+u32 srnic_xrceth_get(const struct srnic_xrceth *h);
+void srnic_xrceth_put(struct srnic_xrceth *h, u32 srqn);
 void srnic_atmack_put(struct srnic_atmack *h, u64 orig);
 
 /* ---- Invariant CRC -------------------------------------------------- */

@@ -65,23 +65,53 @@ ibv_qp *fail_created(Qp *qp, int err) noexcept
 
 } // namespace
 
+// An XRC_RECV (XRC_TGT) QP is a kernel object shared through its XRC domain:
+// no ring is mapped, nothing is posted to it. The kernel's create and open
+// responses carry no srnic data for it.
+ibv_qp *create_xrc_recv_qp(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
+{
+	std::unique_ptr<Qp> qp(new (std::nothrow) Qp{});
+	if (!qp) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	CreateQpCmd cmd = {};
+	CreateQpResp resp = {};
+	const int err = ibv_cmd_create_qp_ex(ibctx, &qp->vqp, attr, &cmd.ibv_cmd, sizeof(cmd),
+					     reinterpret_cast<ib_uverbs_create_qp_resp *>(&resp),
+					     sizeof(resp));
+	if (err) {
+		errno = err;
+		return nullptr;
+	}
+	qp->type = IBV_QPT_XRC_RECV;
+	return &qp.release()->vqp.qp;
+}
+
 ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 {
 	Context *ctx = to_srnic_context(ibctx);
-	// Only what srnic implements: a PD, no creation flags, no XRC, and of
-	// the extended send ops those srnic has builders and opcodes for. An
-	// empty set of creation flags is no request; ibv_cmd_create_qp_ex()
-	// itself would refuse the bit.
+	// Only what srnic implements: a PD (an XRC domain for XRC_RECV), no
+	// creation flags, and of the extended send ops those srnic has
+	// builders and opcodes for. An empty set of creation flags is no
+	// request; ibv_cmd_create_qp_ex() itself would refuse the bit.
 	const uint32_t comp_mask = attr->comp_mask;
 	const bool no_create_flags =
 		!(comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) || !attr->create_flags;
 	const bool send_ops = comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	if ((comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-			   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
+	if ((comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+			   IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
 	    !no_create_flags ||
 	    (send_ops && (attr->send_ops_flags & ~supported_send_ops_flags(attr->qp_type)))) {
 		errno = EOPNOTSUPP;
 		return nullptr;
+	}
+	if (attr->qp_type == IBV_QPT_XRC_RECV) {
+		if (send_ops) {
+			errno = EOPNOTSUPP; // it sends nothing
+			return nullptr;
+		}
+		return create_xrc_recv_qp(ibctx, attr);
 	}
 	std::unique_ptr<Qp> qp(new (std::nothrow) Qp{});
 	if (!qp) {
@@ -104,8 +134,9 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 		return nullptr;
 	}
 
-	// A QP with an SRQ takes its receives from there: no RQ to map.
-	const bool has_rq = !attr->srq;
+	// A QP with an SRQ takes its receives from there, an XRC_SEND QP
+	// receives nothing: no RQ to map.
+	const bool has_rq = !attr->srq && attr->qp_type != IBV_QPT_XRC_SEND;
 	const uint32_t ctrl_size = ctx->limits.queue_ctrl_size;
 	err = qp->sq_ring.map(ibctx->cmd_fd, resp.driver.sq, ctrl_size, sizeof(srnic_send_wqe));
 	if (!err && has_rq)
@@ -165,6 +196,28 @@ int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask, ibv_qp_init_attr *i
 {
 	struct ibv_query_qp cmd = {};
 	return ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd, sizeof(cmd));
+}
+
+ibv_qp *open_qp(ibv_context *ibctx, ibv_qp_open_attr *attr) noexcept
+{
+	std::unique_ptr<Qp> qp(new (std::nothrow) Qp{});
+	if (!qp) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	struct ibv_open_qp cmd = {};
+	ibv_create_qp_resp_core resp = {};
+	// libibverbs checks the attributes; ib_core finds the XRC_TGT QP in
+	// the domain (EINVAL if it is not there).
+	const int err = ibv_cmd_open_qp(ibctx, &qp->vqp, sizeof(qp->vqp), attr, &cmd, sizeof(cmd),
+					reinterpret_cast<ib_uverbs_create_qp_resp *>(&resp),
+					sizeof(resp));
+	if (err) {
+		errno = err;
+		return nullptr;
+	}
+	qp->type = attr->qp_type;
+	return &qp.release()->vqp.qp;
 }
 
 int destroy_qp(ibv_qp *ibqp) noexcept

@@ -39,7 +39,7 @@ struct Qp {
 	// As last set by modify_qp (the kernel may move the QP to the error
 	// state on its own; the rings' ERROR flag covers that).
 	std::atomic<ibv_qp_state> state{IBV_QPS_RESET};
-	ibv_qp_type type = IBV_QPT_RC; // RC, UC or UD: what a send WQE carries
+	ibv_qp_type type = IBV_QPT_RC; // RC, UC, UD, XRC_SEND or XRC_RECV
 	uint32_t sq_max_sge = 0;
 	uint32_t rq_max_sge = 0;
 	uint32_t max_inline = 0;
@@ -224,6 +224,8 @@ inline int encode_send_wqe_inline(const Qp &qp, srnic_send_wqe &wqe, const Buf *
 // Whether a QP of this type accepts this IBV_WR_* opcode, any value.
 [[nodiscard]] constexpr bool send_opcode_supported(ibv_qp_type type, unsigned int opcode) noexcept
 {
+	if (type == IBV_QPT_XRC_RECV)
+		return false; // it only receives
 	const auto &supported = type == IBV_QPT_UD   ? ud_send_opcode_supported
 				: type == IBV_QPT_UC ? uc_send_opcode_supported
 						     : rc_send_opcode_supported;
@@ -253,6 +255,8 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 						     static_cast<__u8>(opcode), wr.send_flags);
 	if (send_opcode_has_imm(opcode))
 		wqe.imm_data = wr.imm_data;
+	if (qp.type == IBV_QPT_XRC_SEND)
+		wqe.xrc_remote_srqn = wr.qp_type.xrc.remote_srqn;
 	if (ud)
 		encode_send_wqe_ud(wqe, wr.wr.ud.ah, wr.wr.ud.remote_qpn, wr.wr.ud.remote_qkey);
 	else if (is_atomic(opcode))
@@ -321,7 +325,8 @@ inline int post_chain(ProducerView &view, SpinLock &lock, Wr *wr, Wr **bad_wr, W
 inline int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
 {
 	Qp &qp = *to_srnic_qp(ibqp);
-	if (!send_state_ok(qp.state.load(std::memory_order_relaxed))) {
+	// An XRC_RECV QP has no SQ.
+	if (!qp.sq || !send_state_ok(qp.state.load(std::memory_order_relaxed))) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -367,6 +372,9 @@ inline int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexce
 // The create_qp and create_qp_ex verbs; nullptr with errno set on failure.
 [[nodiscard]] ibv_qp *create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) noexcept;
 [[nodiscard]] ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept;
+// The open_qp verb: a handle on an XRC_RECV QP of an XRC domain (created by
+// this or another process); nullptr with errno set on failure.
+[[nodiscard]] ibv_qp *open_qp(ibv_context *ibctx, ibv_qp_open_attr *attr) noexcept;
 
 int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept;
 int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,

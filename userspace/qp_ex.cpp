@@ -158,6 +158,20 @@ void wr_set_ud_addr(ibv_qp_ex *qpx, ibv_ah *ah, uint32_t remote_qpn,
 	qp.ex_wqe_needs_ud_addr = false;
 }
 
+// The XRC SRQ at the target that receives the WQE (XRC_SEND QPs).
+void wr_set_xrc_srqn(ibv_qp_ex *qpx, uint32_t remote_srqn) noexcept
+{
+	Qp &qp = qp_of(qpx);
+	srnic_send_wqe *wqe = current_wqe(qp);
+	if (!wqe)
+		return;
+	if (qp.type != IBV_QPT_XRC_SEND) {
+		fail(qp, EINVAL);
+		return;
+	}
+	wqe->xrc_remote_srqn = remote_srqn;
+}
+
 void wr_set_sge(ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length) noexcept
 {
 	const ibv_sge sge = {.addr = addr, .length = length, .lkey = lkey};
@@ -231,7 +245,7 @@ constexpr SendOpBuilder send_op_builders[] = {
 
 uint64_t supported_send_ops_flags(ibv_qp_type type) noexcept
 {
-	if (type != IBV_QPT_RC && type != IBV_QPT_UD)
+	if (type != IBV_QPT_RC && type != IBV_QPT_UD && type != IBV_QPT_XRC_SEND)
 		return 0; // srnic creates no other type
 	uint64_t flags = 0;
 	for (const SendOpBuilder &b : send_op_builders)
@@ -247,6 +261,8 @@ void install_send_ops(Qp &qp, uint64_t send_ops_flags) noexcept
 		if (send_ops_flags & b.send_ops_flag)
 			b.install(qpx);
 	qpx.wr_set_ud_addr = wr_set_ud_addr;
+	if (qp.type == IBV_QPT_XRC_SEND)
+		qpx.wr_set_xrc_srqn = wr_set_xrc_srqn;
 	qpx.wr_set_sge = wr_set_sge;
 	qpx.wr_set_sge_list = wr_set_sge_list;
 	qpx.wr_set_inline_data = wr_set_inline_data;

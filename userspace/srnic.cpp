@@ -13,6 +13,7 @@
 #include "qp.h"
 #include "srq.h"
 #include "sysfs.h"
+#include "xrcd.h"
 #include "verbs_driver_abi.h"
 
 #include <rdma/srnic-abi.h>
@@ -52,11 +53,11 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 }
 
 // The verbs srnic implements, in verbs_context_ops' (alphabetical) order. The
-// others keep libibverbs' defaults, which fail with EOPNOTSUPP (get_srq_num,
-// for one: it is only for XRC SRQs).
+// others keep libibverbs' defaults, which fail with EOPNOTSUPP.
 constinit const verbs_context_ops srnic_context_ops = {
 	.alloc_pd = srnic::alloc_pd,
 	.attach_mcast = ibv_cmd_attach_mcast,
+	.close_xrcd = srnic::close_xrcd,
 	.create_ah = srnic::create_ah,
 	.create_cq = srnic::create_cq,
 	.create_cq_ex = srnic::create_cq_ex,
@@ -72,8 +73,11 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.destroy_srq = srnic::destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srnic_free_context,
+	.get_srq_num = srnic::get_srq_num,
 	.modify_qp = srnic::modify_qp,
 	.modify_srq = srnic::modify_srq,
+	.open_qp = srnic::open_qp,
+	.open_xrcd = srnic::open_xrcd,
 	.poll_cq = srnic::poll_cq,
 	.post_recv = srnic::post_recv,
 	.post_send = srnic::post_send,

@@ -22,14 +22,19 @@ ibv_srq *create_srq_ex(ibv_context *ibctx, ibv_srq_init_attr_ex *attr) noexcept
 {
 	Context *ctx = to_srnic_context(ibctx);
 	const uint32_t comp_mask = attr->comp_mask;
-	// A basic SRQ in a PD; XRC and tag-matching SRQs (and their XRCD, CQ
-	// and TM attributes) are not implemented.
-	if ((comp_mask & ~(IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE)) ||
-	    ((comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)) {
+	// A basic SRQ in a PD, or an XRC SRQ (in a PD, an XRC domain, with its
+	// own CQ); tag-matching SRQs (and their TM attributes) are not
+	// implemented.
+	const bool xrc = (comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC;
+	if ((comp_mask & ~(IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE |
+			   IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ)) ||
+	    ((comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC && !xrc)) {
 		errno = EOPNOTSUPP;
 		return nullptr;
 	}
-	if (!(comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+	if (!(comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
+	    (xrc && (!(comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd ||
+		     !(comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq))) {
 		errno = EINVAL;
 		return nullptr;
 	}
@@ -87,6 +92,16 @@ ibv_srq *create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) noexcept
 		attr->attr.max_sge = attr_ex.attr.max_sge;
 	}
 	return srq;
+}
+
+int get_srq_num(ibv_srq *ibsrq, uint32_t *srq_num) noexcept
+{
+	const Srq &srq = *to_srnic_srq(ibsrq);
+	// Only XRC SRQs have a number XRC senders name.
+	if (srq.vsrq.srq_type != IBV_SRQT_XRC)
+		return EOPNOTSUPP;
+	*srq_num = srq.srqn;
+	return 0;
 }
 
 int modify_srq(ibv_srq *ibsrq, ibv_srq_attr *attr, int attr_mask) noexcept

@@ -72,11 +72,14 @@ inline int post_srq_recv(ibv_srq *ibsrq, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) 
 	return err;
 }
 
-// The create_srq and create_srq_ex verbs (basic SRQs only: XRC and tag
-// matching are EOPNOTSUPP); nullptr with errno set on failure.
+// The create_srq and create_srq_ex verbs (basic and XRC SRQs; tag matching
+// is EOPNOTSUPP); nullptr with errno set on failure.
 [[nodiscard]] ibv_srq *create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) noexcept;
 [[nodiscard]] ibv_srq *create_srq_ex(ibv_context *ibctx, ibv_srq_init_attr_ex *attr) noexcept;
 
+// The get_srq_num verb: the number XRC senders put in their WQEs
+// (EOPNOTSUPP for a basic SRQ).
+int get_srq_num(ibv_srq *ibsrq, uint32_t *srq_num) noexcept;
 int modify_srq(ibv_srq *ibsrq, ibv_srq_attr *attr, int attr_mask) noexcept;
 int query_srq(ibv_srq *ibsrq, ibv_srq_attr *attr) noexcept;
 int destroy_srq(ibv_srq *ibsrq) noexcept;

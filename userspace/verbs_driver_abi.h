@@ -477,6 +477,34 @@ int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int s
 int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 		      struct ibv_query_srq *cmd, size_t cmd_size);
 int ibv_cmd_destroy_srq(struct ibv_srq *srq);
+// ---- XRC domains and shared XRC_TGT QPs (driver.h, kern-abi.h) -----------
+
+// What libibverbs keeps of an XRC domain; the provider allocates it.
+struct verbs_xrcd {
+	struct ibv_xrcd xrcd;
+	uint32_t comp_mask;
+	uint32_t handle;
+};
+
+struct ibv_open_xrcd {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_open_xrcd)];
+};
+
+struct ibv_open_qp {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_open_qp)];
+};
+
+// All return 0 or a positive errno.
+int ibv_cmd_open_xrcd(struct ibv_context *context, struct verbs_xrcd *xrcd, int vxrcd_size,
+		      struct ibv_xrcd_init_attr *attr, struct ibv_open_xrcd *cmd,
+		      size_t cmd_size, struct ib_uverbs_open_xrcd_resp *resp, size_t resp_size);
+int ibv_cmd_close_xrcd(struct verbs_xrcd *xrcd);
+int ibv_cmd_open_qp(struct ibv_context *context, struct verbs_qp *qp, int vqp_sz,
+		    struct ibv_qp_open_attr *attr, struct ibv_open_qp *cmd, size_t cmd_size,
+		    struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
+
 // With wr == NULL: a doorbell, as ibv_cmd_post_recv (srnic never asks for it).
 int ibv_cmd_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			  struct ibv_recv_wr **bad_wr);
@@ -562,7 +590,17 @@ static_assert(offsetof(struct verbs_context_ops, destroy_srq) == 288);
 static_assert(offsetof(struct verbs_context_ops, modify_srq) == 392);
 static_assert(offsetof(struct verbs_context_ops, post_srq_recv) == 456);
 static_assert(offsetof(struct verbs_context_ops, query_srq) == 512);
-
+static_assert(offsetof(struct verbs_context_ops, close_xrcd) == 88);
+static_assert(offsetof(struct verbs_context_ops, get_srq_num) == 328);
+static_assert(offsetof(struct verbs_context_ops, open_qp) == 408);
+static_assert(offsetof(struct verbs_context_ops, open_xrcd) == 416);
+static_assert(sizeof(struct ibv_xrcd) == 8);
+static_assert(offsetof(struct verbs_xrcd, handle) == 12);
+static_assert(sizeof(struct verbs_xrcd) == 16);
+static_assert(sizeof(struct ibv_open_xrcd) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_open_xrcd));
+static_assert(sizeof(struct ibv_open_qp) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_open_qp));
 static_assert(sizeof(struct ibv_srq) == 128);
 static_assert(offsetof(struct verbs_srq, srq) == 0);
 static_assert(offsetof(struct verbs_srq, srq_type) == 128);

@@ -90,7 +90,8 @@ TEST(QpExSupport, FlagsFollowTheOpcodeTables)
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_RC), kRcOps | kAtomicOps);
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_UD), kUdOps);
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_UC), 0u);
-	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_XRC_SEND), 0u);
+	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_XRC_SEND), kRcOps | kAtomicOps);
+	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_XRC_RECV), 0u);
 	// What srnic has no builder for is never offered.
 	for (uint64_t flag : {IBV_QP_EX_WITH_LOCAL_INV, IBV_QP_EX_WITH_BIND_MW,
 			      IBV_QP_EX_WITH_SEND_WITH_INV, IBV_QP_EX_WITH_TSO,
@@ -209,6 +210,37 @@ TEST_F(QpExTest, RcBuildersWriteWhatPostSendWrites)
 	EXPECT_EQ(ex_->wqe(2).num_sge, 3);
 	EXPECT_EQ(ex_->wqe(4).opcode, IBV_WR_RDMA_READ);
 	EXPECT_EQ(ex_->wqe(4).rdma.remote_addr, 0xf00d000u);
+}
+
+TEST_F(QpExTest, XrcSrqnGoesIntoTheWqeAsPostSendPutsIt)
+{
+	make(IBV_QPT_XRC_SEND, kRcOps);
+	ASSERT_NE(qpx_->wr_set_xrc_srqn, nullptr);
+	ibv_sge sge = {0x1000, 10, 7};
+	ibv_wr_start(qpx_);
+	qpx_->wr_id = 5;
+	qpx_->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qpx_);
+	ibv_wr_set_xrc_srqn(qpx_, 0x1234);
+	ibv_wr_set_sge(qpx_, sge.lkey, sge.addr, sge.length);
+	ASSERT_EQ(ibv_wr_complete(qpx_), 0);
+	EXPECT_EQ(ex_->wqe(0).xrc_remote_srqn, 0x1234u);
+
+	ibv_send_wr wr = {};
+	wr.wr_id = 5;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.qp_type.xrc.remote_srqn = 0x1234;
+	post_reference(wr);
+	expect_same_wqe(0, sizeof(srnic_sge));
+}
+
+TEST_F(QpExTest, XrcSrqnOnlyOnXrcSend)
+{
+	make(IBV_QPT_RC, kRcOps);
+	EXPECT_EQ(qpx_->wr_set_xrc_srqn, nullptr);
 }
 
 TEST_F(QpExTest, SignalAllAndLaterSetterWins)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -112,6 +113,25 @@ TEST(WireParse, ExtensionHeadersInWireOrder)
 	ASSERT_EQ(srnic_parse_transport(ud.data(), ud.size(), &pkt), SRNIC_PARSE_OK);
 	EXPECT_EQ(pkt.deth, 12);
 	EXPECT_EQ(pkt.immdt, 20);
+}
+
+TEST(WireXrc, XrcEthIsTheSrqNumberBigEndianAfterAReservedByte)
+{
+	auto req = make_packet(SRNIC_OPCODE(SRNIC_TRANSPORT_XRC, SRNIC_OP_SEND_ONLY), 4);
+	srnic_pkt pkt;
+	ASSERT_EQ(srnic_parse_transport(req.data(), req.size(), &pkt), SRNIC_PARSE_OK);
+	ASSERT_EQ(pkt.xrceth, 12);
+	auto *h = reinterpret_cast<srnic_xrceth *>(req.data() + pkt.xrceth);
+	srnic_xrceth_put(h, 0x123456);
+	const uint8_t want[4] = {0x00, 0x12, 0x34, 0x56};
+	EXPECT_EQ(std::memcmp(h, want, sizeof(want)), 0);
+	EXPECT_EQ(srnic_xrceth_get(h), 0x123456u);
+	// The reserved byte is ignored on receipt; bits beyond 24 are not sent.
+	reinterpret_cast<uint8_t *>(h)[0] = 0xff;
+	EXPECT_EQ(srnic_xrceth_get(h), 0x123456u);
+	srnic_xrceth_put(h, 0xab000001);
+	EXPECT_EQ(srnic_xrceth_get(h), 1u);
+	EXPECT_EQ(reinterpret_cast<uint8_t *>(h)[0], 0);
 }
 
 TEST(WireAtomic, AtomicEthFieldsAreBigEndianInIbtaOrder)

@@ -183,7 +183,7 @@ struct srnic_send_wqe {
 		__be32 imm_data;
 		__u32 invalidate_rkey;
 	};
-	__u32 reserved0;
+	__u32 xrc_remote_srqn;	/* XRC_INI: the target's XRC SRQ (XRCETH) */
 	union {
 		struct {
 			__aligned_u64 remote_addr;
