@@ -55,6 +55,7 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 // others keep libibverbs' defaults, which fail with EOPNOTSUPP (get_srq_num,
 // for one: it is only for XRC SRQs).
 constinit const verbs_context_ops srnic_context_ops = {
+	.advise_mr = srnic::advise_mr,
 	.alloc_pd = srnic::alloc_pd,
 	.create_ah = srnic::create_ah,
 	.create_cq = srnic::create_cq,
