@@ -749,7 +749,9 @@ int srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
  *	 source (checked when the SGL or MR was resolved)
  *
  * Return: 0, or a negative errno (the packet is lost; the protocol
- * recovers as from any loss).
+ * recovers as from any loss); -EFAULT if the payload could not be read
+ * (an ODP page the process does not have): the READ responder answers
+ * that with a remote access error, other senders leave it to the retries.
  */
 int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 {
@@ -823,14 +825,11 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 		else
 			err = srnic_mr_copy_from(txd->mr, txd->offset, p,
 						 txd->len);
-		/*
-		 * An ODP page the process does not have: no packet (the
-		 * peer sees a loss, and the retries end in an error).
-		 */
+		/* An ODP page the process does not have: no packet. */
 		if (err) {
 			kfree_skb(skb);
 			srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
-			return err;
+			return -EFAULT;
 		}
 	}
 	memset(p + txd->len, 0, pad);

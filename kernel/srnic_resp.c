@@ -750,6 +750,20 @@ out:
 	consume_skb(skb);
 }
 
+/* End the READ being answered with a remote access error NAK. */
+static void srnic_resp_read_fail(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	if (resp->read_mr)
+		srnic_mr_put(resp->read_mr);
+	resp->read_mr = NULL;
+	resp->reading = false;
+	srnic_resp_nak(qp, resp->read_psn, SRNIC_AETH_NAK,
+		       SRNIC_NAK_REMOTE_ACCESS_ERROR);
+	srnic_qp_to_error(qp, IB_EVENT_QP_ACCESS_ERR);
+}
+
 /*
  * Look the MR of the READ being answered up again, for its remaining
  * bytes. If it went meanwhile (deregistered, invalidated), the READ ends
@@ -769,10 +783,7 @@ static bool srnic_resp_read_mr(struct srnic_qp *qp)
 		resp->read_mr = mr;
 		return true;
 	}
-	resp->reading = false;
-	srnic_resp_nak(qp, resp->read_psn, SRNIC_AETH_NAK,
-		       SRNIC_NAK_REMOTE_ACCESS_ERROR);
-	srnic_qp_to_error(qp, IB_EVENT_QP_ACCESS_ERR);
+	srnic_resp_read_fail(qp);
 	return false;
 }
 
@@ -814,7 +825,11 @@ bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 			op = last ? SRNIC_OP_READ_RESPONSE_LAST :
 				    SRNIC_OP_READ_RESPONSE_MIDDLE;
 		txd.opcode = SRNIC_OPCODE(SRNIC_TRANSPORT_RC, op);
-		srnic_rc_tx(qp, &txd);
+		/* The ODP page to send from is not the process's any more. */
+		if (srnic_rc_tx(qp, &txd) == -EFAULT) {
+			srnic_resp_read_fail(qp);
+			break;
+		}
 		resp->read_va += txd.len;
 		resp->read_left -= txd.len;
 		resp->read_first = false;
