@@ -343,6 +343,7 @@ enum srnic_mr_type {
 	SRNIC_MR_USER,		/* reg_user_mr: pinned user pages */
 	SRNIC_MR_DMA,		/* get_dma_mr: all kernel virtual memory */
 	SRNIC_MR_FAST_REG,	/* alloc_mr: page list from map_mr_sg */
+	SRNIC_MR_ODP,		/* reg_user_mr with IB_ACCESS_ON_DEMAND */
 };
 
 /* Which key of an MR a lookup presents (srnic's are equal today). */
@@ -370,6 +371,12 @@ enum srnic_key_kind {
  * @num_pages: valid entries of @pages
  * @max_pages: capacity of @pages
  * @page_offset: offset of @iova in @pages[0]
+ * @odp: the on-demand paging umem (SRNIC_MR_ODP): the MR's own range, or
+ *	 for an implicit MR (all of the process's address space) the root
+ *	 of @odp_children; see srnic_odp.c
+ * @odp_children: an implicit MR's child umems, by user address >>
+ *	 SRNIC_ODP_CHILD_SHIFT; created on first access, freed with the MR
+ * @odp_child_lock: serialises the creation of children
  * @users: one for the registration, one per in-flight access
  * @released: completed when @users drops to zero; dereg_mr waits for it
  * @rcu: the struct is freed after a grace period (lookups run under RCU)
@@ -394,6 +401,9 @@ struct srnic_mr {
 	unsigned long num_pages;
 	unsigned long max_pages;
 	unsigned int page_offset;
+	struct ib_umem_odp *odp;
+	struct xarray odp_children;
+	struct mutex odp_child_lock;	/* creation of @odp_children */
 	refcount_t users;
 	struct completion released;
 	struct rcu_head rcu;
@@ -987,6 +997,24 @@ struct srnic_mr *srnic_mr_lookup(struct srnic_dev *sdev, u32 key,
 void srnic_mr_put(struct srnic_mr *mr);
 struct page *srnic_mr_iova_to_page(struct srnic_mr *mr, u64 iova,
 				   unsigned int *offset);
+
+/**
+ * struct srnic_mr_map - one page of an MR, made accessible for one copy
+ * @page: the page holding the address
+ * @offset: offset of the address in @page
+ * @locked: for an ODP MR, the umem whose umem_mutex is held until
+ *	    srnic_mr_unmap_page() (the notifier cannot take the page away
+ *	    meanwhile); NULL otherwise
+ */
+struct srnic_mr_map {
+	struct page *page;
+	unsigned int offset;
+	struct ib_umem_odp *locked;
+};
+
+int srnic_mr_map_page(struct srnic_mr *mr, u64 iova, bool write,
+		      struct srnic_mr_map *map);
+void srnic_mr_unmap_page(struct srnic_mr_map *map);
 int srnic_mr_copy_to(struct srnic_mr *mr, u64 iova, const void *src, u64 len);
 int srnic_mr_copy_from(struct srnic_mr *mr, u64 iova, void *dst, u64 len);
 int srnic_mr_copy(struct srnic_mr *dst, u64 dst_iova, struct srnic_mr *src,
@@ -996,6 +1024,19 @@ int srnic_mr_copy(struct srnic_mr *dst, u64 dst_iova, struct srnic_mr *src,
 u32 srnic_payload_crc32(u32 crc, const void *data, size_t len);
 void srnic_payload_init(void);
 void srnic_payload_exit(void);
+
+/* srnic_odp.c: on-demand paging MRs */
+#define SRNIC_ODP_CHILD_SHIFT 21	/* 2 MiB children of an implicit MR */
+int srnic_odp_init(struct srnic_mr *mr, u64 start, u64 length, int access);
+void srnic_odp_release(struct srnic_mr *mr);
+int srnic_odp_map_page(struct srnic_mr *mr, u64 iova, bool write,
+		       struct srnic_mr_map *map);
+int srnic_advise_mr(struct ib_pd *ibpd,
+		    enum ib_uverbs_advise_mr_advice advice, u32 flags,
+		    struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs);
+int srnic_odp_wq_init(void);
+void srnic_odp_wq_exit(void);
 
 /* srnic_debugfs.c: test hooks */
 void srnic_debugfs_init(void);
@@ -1074,8 +1115,8 @@ enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
 bool srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
 			struct srnic_recv_wqe *rwqe);
-void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
-		       u32 len);
+int srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
+		      u32 len);
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);
 bool srnic_req_fetch(struct srnic_qp *qp);
 bool srnic_req_retire(struct srnic_qp *qp);

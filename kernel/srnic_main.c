@@ -453,9 +453,12 @@ static int __init srnic_init(void)
 	srnic_debugfs_init();
 	srnic_payload_init();
 
-	err = srnic_net_register();
+	err = srnic_odp_wq_init();
 	if (err)
 		goto err_root;
+	err = srnic_net_register();
+	if (err)
+		goto err_odp;
 	err = srnic_netdev_notifier_register();
 	if (err)
 		goto err_net;
@@ -465,6 +468,8 @@ static int __init srnic_init(void)
 
 err_net:
 	srnic_net_unregister();
+err_odp:
+	srnic_odp_wq_exit();
 err_root:
 	srnic_payload_exit();
 	srnic_debugfs_exit();
@@ -479,6 +484,7 @@ static void __exit srnic_exit(void)
 	srnic_unregister_devices(NULL);
 	srnic_netdev_notifier_unregister();
 	srnic_net_unregister();
+	srnic_odp_wq_exit();
 	srnic_payload_exit();
 	srnic_debugfs_exit();
 	root_device_unregister(srnic_root);

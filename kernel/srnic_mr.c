@@ -11,7 +11,9 @@
  * pointers, so finding the page of an address is one subtraction and one
  * shift. A DMA MR covers all kernel memory: srnic registers with no DMA
  * device, so a kernel "DMA address" is a kernel virtual address
- * (ib_uses_virt_dma()) and its page is virt_to_page().
+ * (ib_uses_virt_dma()) and its page is virt_to_page(). An on-demand
+ * paging MR pins nothing: its pages are found, and faulted in, at each
+ * access (srnic_odp.c), under a lock that srnic_mr_unmap_page() drops.
  */
 
 #include <linux/highmem.h>
@@ -19,10 +21,11 @@
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
 
 #include "srnic.h"
 
-/* The access flags srnic implements; no memory windows, no ODP yet. */
+/* The access flags srnic implements; no memory windows. */
 #define SRNIC_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
 #define SRNIC_MR_REMOTE_ACCESS (IB_ACCESS_REMOTE_WRITE | \
@@ -58,18 +61,23 @@ void srnic_mr_table_destroy(struct srnic_dev *sdev)
  */
 #define SRNIC_MR_IGNORED_ACCESS (IB_ACCESS_OPTIONAL | IB_ACCESS_HUGETLB)
 
+/* ON_DEMAND where the kernel has ODP (ib_umem_odp). */
+#define SRNIC_MR_ODP_ACCESS \
+	(IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING) ? IB_ACCESS_ON_DEMAND : 0)
+
 /*
  * The rules of ib_check_mr_access(), which uverbs applies before
  * reg_user_mr but nobody applies to kernel callers; flags srnic does not
- * implement (memory windows, ODP, zero-based) are refused with EOPNOTSUPP,
- * so callers can tell "not here" from "never valid".
+ * implement (memory windows, zero-based) are refused with EOPNOTSUPP,
+ * so callers can tell "not here" from "never valid". IB_ACCESS_ON_DEMAND
+ * is for reg_user_mr only.
  */
-static int srnic_mr_check_access(int access)
+static int srnic_mr_check_access(int access, int odp)
 {
 	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IB_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
-	if (access & ~(SRNIC_MR_ACCESS | SRNIC_MR_IGNORED_ACCESS))
+	if (access & ~(SRNIC_MR_ACCESS | SRNIC_MR_IGNORED_ACCESS | odp))
 		return -EOPNOTSUPP;
 	return 0;
 }
@@ -93,6 +101,8 @@ static struct srnic_mr *srnic_mr_alloc(struct ib_pd *ibpd,
 /* Frees an MR that is no longer in the key table and has no users. */
 static void srnic_mr_free(struct srnic_mr *mr)
 {
+	if (mr->odp)
+		srnic_odp_release(mr);
 	if (mr->umem)
 		ib_umem_release(mr->umem);
 	kvfree(mr->pages);
@@ -170,6 +180,51 @@ static int srnic_mr_fill_user_pages(struct srnic_mr *mr)
 	return WARN_ON_ONCE(i != mr->max_pages) ? -EFAULT : 0;
 }
 
+/*
+ * An on-demand paging MR: [@start, @start + @length) of the process, or
+ * with @start 0 and @length U64_MAX (and @iova 0) an implicit MR, all of
+ * its address space, iova = user address. Nothing is pinned or mapped now.
+ */
+static struct ib_mr *srnic_reg_odp_mr(struct ib_pd *ibpd, u64 start,
+				      u64 length, u64 iova, int access)
+{
+	bool implicit = !start && length == U64_MAX;
+	struct srnic_mr *mr;
+	int err;
+
+	if (implicit) {
+		if (iova)
+			return ERR_PTR(-EINVAL);
+	} else {
+		err = srnic_mr_check_range(start, length);
+		if (!err)
+			err = srnic_mr_check_range(iova, length);
+		if (err)
+			return ERR_PTR(err);
+		if (offset_in_page(start) != offset_in_page(iova))
+			return ERR_PTR(-EINVAL);
+	}
+
+	mr = srnic_mr_alloc(ibpd, SRNIC_MR_ODP, access);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	err = srnic_odp_init(mr, start, length, access);
+	if (err)
+		goto err_free_mr;
+	mr->iova = iova;
+	mr->length = length;
+	mr->valid = true;
+
+	err = srnic_mr_publish(to_srnic_dev(ibpd->device), mr);
+	if (err)
+		goto err_free_mr;
+	return &mr->ibmr;
+
+err_free_mr:
+	srnic_mr_free(mr);
+	return ERR_PTR(err);
+}
+
 /**
  * srnic_reg_user_mr() - the reg_user_mr verb
  * @ibpd: PD to register in
@@ -179,12 +234,14 @@ static int srnic_mr_fill_user_pages(struct srnic_mr *mr)
  * @access: IB_ACCESS_* flags
  * @udata: no srnic data in either direction
  *
- * Pins the pages (ib_umem_get()) and records them in a page array.
+ * Pins the pages (ib_umem_get()) and records them in a page array; with
+ * IB_ACCESS_ON_DEMAND pins nothing (srnic_odp.c), and start 0 with length
+ * U64_MAX registers an implicit ODP MR.
  *
  * Return: the MR, or ERR_PTR(-EINVAL) for a zero, too large or wrapping
  * range or an invalid flag combination, -EOPNOTSUPP for flags srnic does
- * not implement (memory windows, ODP, zero-based), -ENOMEM, or what
- * ib_umem_get() returns.
+ * not implement (memory windows, zero-based), -ENOMEM, or what
+ * ib_umem_get() or ib_umem_odp_get() returns.
  */
 struct ib_mr *srnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
@@ -194,7 +251,7 @@ struct ib_mr *srnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct srnic_mr *mr;
 	int err;
 
-	err = srnic_mr_check_access(access);
+	err = srnic_mr_check_access(access, SRNIC_MR_ODP_ACCESS);
 	if (err)
 		return ERR_PTR(err);
 	if (udata) {
@@ -202,6 +259,8 @@ struct ib_mr *srnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		if (err)
 			return ERR_PTR(err);
 	}
+	if (access & IB_ACCESS_ON_DEMAND)
+		return srnic_reg_odp_mr(ibpd, start, length, iova, access);
 	err = srnic_mr_check_range(start, length);
 	if (!err)
 		err = srnic_mr_check_range(iova, length);
@@ -263,7 +322,7 @@ struct ib_mr *srnic_get_dma_mr(struct ib_pd *ibpd, int access)
 	struct srnic_mr *mr;
 	int err;
 
-	err = srnic_mr_check_access(access);
+	err = srnic_mr_check_access(access, 0);
 	if (err)
 		return ERR_PTR(err);
 
@@ -492,9 +551,10 @@ void srnic_mr_put(struct srnic_mr *mr)
  * @iova: address inside the MR (checked by srnic_mr_lookup())
  * @offset: set to the offset of @iova in the page
  *
- * For the wire path, which attaches MR pages to skbs as fragments.
+ * Not for ODP MRs, whose pages may go away: use srnic_mr_map_page().
  *
- * Return: the page, or NULL (with a warning) if @iova is outside the MR.
+ * Return: the page, or NULL (with a warning) if @iova is outside the MR
+ * or the MR is an ODP MR.
  */
 struct page *srnic_mr_iova_to_page(struct srnic_mr *mr, u64 iova,
 				   unsigned int *offset)
@@ -502,7 +562,8 @@ struct page *srnic_mr_iova_to_page(struct srnic_mr *mr, u64 iova,
 	unsigned long index;
 	u64 off;
 
-	if (WARN_ON_ONCE(!srnic_mr_covers(mr, iova, 1)))
+	if (WARN_ON_ONCE(!srnic_mr_covers(mr, iova, 1) ||
+			 mr->type == SRNIC_MR_ODP))
 		return NULL;
 
 	if (mr->type == SRNIC_MR_DMA) {
@@ -518,6 +579,45 @@ struct page *srnic_mr_iova_to_page(struct srnic_mr *mr, u64 iova,
 	return mr->pages[index];
 }
 
+/**
+ * srnic_mr_map_page() - make the page of one address of an MR accessible
+ * @mr: a referenced MR
+ * @iova: address inside the MR (checked by srnic_mr_lookup())
+ * @write: the access writes
+ * @map: the page and offset; release with srnic_mr_unmap_page()
+ *
+ * For an ODP MR the page is faulted in if needed (this may sleep) and
+ * stays the MR's until srnic_mr_unmap_page(): map one page at a time,
+ * copy, unmap. Other MRs' pages are pinned or kernel memory.
+ *
+ * Return: 0, or -EFAULT (an address outside the MR, with a warning; or an
+ * ODP page the process does not have) or another errno of
+ * srnic_odp_map_page(); nothing is held then.
+ */
+int srnic_mr_map_page(struct srnic_mr *mr, u64 iova, bool write,
+		      struct srnic_mr_map *map)
+{
+	if (mr->type == SRNIC_MR_ODP) {
+		if (WARN_ON_ONCE(!srnic_mr_covers(mr, iova, 1)))
+			return -EFAULT;
+		return srnic_odp_map_page(mr, iova, write, map);
+	}
+	map->locked = NULL;
+	map->page = srnic_mr_iova_to_page(mr, iova, &map->offset);
+	return map->page ? 0 : -EFAULT;
+}
+
+/**
+ * srnic_mr_unmap_page() - end an access begun by srnic_mr_map_page()
+ * @map: the mapping
+ */
+void srnic_mr_unmap_page(struct srnic_mr_map *map)
+{
+	if (map->locked)
+		mutex_unlock(&map->locked->umem_mutex);
+	map->locked = NULL;
+}
+
 /* Copies len bytes between buf and the MR at iova, page by page. */
 static int srnic_mr_xfer(struct srnic_mr *mr, u64 iova, void *buf, u64 len,
 			 bool to_mr)
@@ -526,19 +626,22 @@ static int srnic_mr_xfer(struct srnic_mr *mr, u64 iova, void *buf, u64 len,
 		return -EFAULT;
 
 	while (len) {
-		unsigned int offset;
-		struct page *page = srnic_mr_iova_to_page(mr, iova, &offset);
-		size_t chunk = min_t(u64, len, PAGE_SIZE - offset);
+		struct srnic_mr_map map;
+		size_t chunk;
 		void *va;
+		int err;
 
-		if (!page)
-			return -EFAULT;
-		va = kmap_local_page(page);
+		err = srnic_mr_map_page(mr, iova, to_mr, &map);
+		if (err)
+			return err;
+		chunk = min_t(u64, len, PAGE_SIZE - map.offset);
+		va = kmap_local_page(map.page);
 		if (to_mr)
-			memcpy(va + offset, buf, chunk);
+			memcpy(va + map.offset, buf, chunk);
 		else
-			memcpy(buf, va + offset, chunk);
+			memcpy(buf, va + map.offset, chunk);
 		kunmap_local(va);
+		srnic_mr_unmap_page(&map);
 
 		buf += chunk;
 		iova += chunk;
@@ -554,11 +657,13 @@ static int srnic_mr_xfer(struct srnic_mr *mr, u64 iova, void *buf, u64 len,
  * @src: source
  * @len: bytes
  *
- * Does not sleep; callers in a loop over large messages reschedule
- * between calls themselves.
+ * Does not sleep, except to fault in the pages of an ODP MR; callers in
+ * a loop over large messages reschedule between calls themselves.
  *
  * Return: 0, or -EFAULT (with a warning: a caller bug) if the range is not
- * inside the MR, in which case nothing outside the MR was touched.
+ * inside the MR, in which case nothing outside the MR was touched; for an
+ * ODP MR, the errno of a fault that failed (-EFAULT: the process has no
+ * page there), the bytes before it copied.
  */
 int srnic_mr_copy_to(struct srnic_mr *mr, u64 iova, const void *src, u64 len)
 {
@@ -579,6 +684,34 @@ int srnic_mr_copy_from(struct srnic_mr *mr, u64 iova, void *dst, u64 len)
 	return srnic_mr_xfer(mr, iova, dst, len, false);
 }
 
+/* Bytes of srnic_mr_copy_bounced()'s stack buffer. */
+#define SRNIC_MR_BOUNCE_SIZE 256
+
+/*
+ * srnic_mr_copy() between two ODP MRs (perhaps the same umem): through a
+ * small buffer, one umem locked at a time.
+ */
+static int srnic_mr_copy_bounced(struct srnic_mr *dst, u64 dst_iova,
+				 struct srnic_mr *src, u64 src_iova, u64 len)
+{
+	u8 buf[SRNIC_MR_BOUNCE_SIZE];
+
+	while (len) {
+		u32 chunk = min_t(u64, len, sizeof(buf));
+		int err;
+
+		err = srnic_mr_xfer(src, src_iova, buf, chunk, false);
+		if (!err)
+			err = srnic_mr_xfer(dst, dst_iova, buf, chunk, true);
+		if (err)
+			return err;
+		dst_iova += chunk;
+		src_iova += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
 /**
  * srnic_mr_copy() - copy between two MRs, page to page (local delivery)
  * @dst: referenced destination MR
@@ -587,10 +720,13 @@ int srnic_mr_copy_from(struct srnic_mr *mr, u64 iova, void *dst, u64 len)
  * @src_iova: source address
  * @len: bytes
  *
- * One copy, no bounce buffer. Overlapping ranges of one MR leave the
- * destination's content unspecified, never memory outside the MRs.
+ * One copy, no bounce buffer, unless both MRs are ODP MRs: then each
+ * piece goes through a buffer on the stack, so that only one umem is
+ * locked at a time. Overlapping ranges of one MR leave the destination's
+ * content unspecified, never memory outside the MRs.
  *
- * Return: 0, or -EFAULT (with a warning) if a range is outside its MR.
+ * Return: 0, or -EFAULT (with a warning) if a range is outside its MR,
+ * or the errno of a failed ODP fault as srnic_mr_copy_to().
  */
 int srnic_mr_copy(struct srnic_mr *dst, u64 dst_iova, struct srnic_mr *src,
 		  u64 src_iova, u64 len)
@@ -599,23 +735,34 @@ int srnic_mr_copy(struct srnic_mr *dst, u64 dst_iova, struct srnic_mr *src,
 			 !srnic_mr_covers(src, src_iova, len)))
 		return -EFAULT;
 
+	if (dst->type == SRNIC_MR_ODP && src->type == SRNIC_MR_ODP)
+		return srnic_mr_copy_bounced(dst, dst_iova, src, src_iova, len);
+
 	while (len) {
-		unsigned int doff, soff;
-		struct page *dpage = srnic_mr_iova_to_page(dst, dst_iova, &doff);
-		struct page *spage = srnic_mr_iova_to_page(src, src_iova, &soff);
+		struct srnic_mr_map dmap, smap;
 		size_t chunk;
 		void *dva, *sva;
+		int err;
 
-		if (!dpage || !spage)
-			return -EFAULT;
-		chunk = min_t(u64, len, min(PAGE_SIZE - doff, PAGE_SIZE - soff));
+		err = srnic_mr_map_page(dst, dst_iova, true, &dmap);
+		if (err)
+			return err;
+		err = srnic_mr_map_page(src, src_iova, false, &smap);
+		if (err) {
+			srnic_mr_unmap_page(&dmap);
+			return err;
+		}
+		chunk = min_t(u64, len, min(PAGE_SIZE - dmap.offset,
+					    PAGE_SIZE - smap.offset));
 
-		dva = kmap_local_page(dpage);
-		sva = kmap_local_page(spage);
-		memcpy(dva + doff, sva + soff, chunk);
+		dva = kmap_local_page(dmap.page);
+		sva = kmap_local_page(smap.page);
+		memcpy(dva + dmap.offset, sva + smap.offset, chunk);
 		/* kmap_local mappings are released in reverse order. */
 		kunmap_local(sva);
 		kunmap_local(dva);
+		srnic_mr_unmap_page(&smap);
+		srnic_mr_unmap_page(&dmap);
 
 		dst_iova += chunk;
 		src_iova += chunk;

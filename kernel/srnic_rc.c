@@ -105,35 +105,45 @@ enum ib_wc_status srnic_sgl_get(struct srnic_dev *sdev, struct srnic_pd *pd,
 	return IB_WC_SUCCESS;
 }
 
-/* Copy @len bytes from one piece to another; both were bounds-checked. */
-static void srnic_seg_copy(const struct srnic_seg *dst, u64 doff,
-			   const struct srnic_seg *src, u64 soff, u32 len)
+/*
+ * Copy @len bytes from one piece to another; both were bounds-checked.
+ * Fails only for an ODP MR page the process does not have (-EFAULT).
+ */
+static int srnic_seg_copy(const struct srnic_seg *dst, u64 doff,
+			  const struct srnic_seg *src, u64 soff, u32 len)
 {
 	if (src->mr && dst->mr)
-		srnic_mr_copy(dst->mr, dst->iova + doff, src->mr,
-			      src->iova + soff, len);
-	else if (dst->mr)
-		srnic_mr_copy_to(dst->mr, dst->iova + doff, src->buf + soff,
-				 len);
-	else if (src->mr)
-		srnic_mr_copy_from(src->mr, src->iova + soff,
-				   (u8 *)dst->buf + doff, len);
-	else
-		memcpy((u8 *)dst->buf + doff, src->buf + soff, len);
+		return srnic_mr_copy(dst->mr, dst->iova + doff, src->mr,
+				     src->iova + soff, len);
+	if (dst->mr)
+		return srnic_mr_copy_to(dst->mr, dst->iova + doff,
+					src->buf + soff, len);
+	if (src->mr)
+		return srnic_mr_copy_from(src->mr, src->iova + soff,
+					  (u8 *)dst->buf + doff, len);
+	memcpy((u8 *)dst->buf + doff, src->buf + soff, len);
+	return 0;
 }
 
-/* Copy all of @src into the start of @dst, which must be large enough. */
-static void srnic_sgl_copy(const struct srnic_sgl *dst,
-			   const struct srnic_sgl *src)
+/*
+ * Copy all of @src into the start of @dst, which must be large enough.
+ * Returns 0, or the errno of a failed ODP fault (the copy stops there).
+ */
+static int srnic_sgl_copy(const struct srnic_sgl *dst,
+			  const struct srnic_sgl *src)
 {
 	unsigned int d = 0, s = 0;
 	u64 doff = 0, soff = 0;
+	int err;
 
 	while (s < src->num && d < dst->num) {
 		u32 n = min_t(u64, src->seg[s].len - soff,
 			      dst->seg[d].len - doff);
 
-		srnic_seg_copy(&dst->seg[d], doff, &src->seg[s], soff, n);
+		err = srnic_seg_copy(&dst->seg[d], doff, &src->seg[s], soff,
+				     n);
+		if (err)
+			return err;
 		soff += n;
 		doff += n;
 		if (soff == src->seg[s].len) {
@@ -145,6 +155,7 @@ static void srnic_sgl_copy(const struct srnic_sgl *dst,
 			doff = 0;
 		}
 	}
+	return 0;
 }
 
 /* ---- Local delivery: the responder's side ---------------------------- */
@@ -287,7 +298,9 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 			rstatus = IB_WC_LOC_LEN_ERR;
 		}
 		if (rstatus == IB_WC_SUCCESS) {
-			srnic_sgl_copy(dst, src);
+			/* An ODP page either side the process lacks. */
+			if (srnic_sgl_copy(dst, src))
+				rstatus = IB_WC_LOC_PROT_ERR;
 			srnic_sgl_put(dst);
 		}
 	}
@@ -366,8 +379,10 @@ static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
 				   &orig);
 	srnic_mr_put(mr);
 	if (err)
-		return IB_WC_REM_INV_REQ_ERR;
-	srnic_sgl_scatter(local, 0, (const u8 *)&orig, sizeof(orig));
+		return err == -EINVAL ? IB_WC_REM_INV_REQ_ERR :
+					IB_WC_REM_ACCESS_ERR;
+	if (srnic_sgl_scatter(local, 0, (const u8 *)&orig, sizeof(orig)))
+		return IB_WC_LOC_PROT_ERR;
 	return IB_WC_SUCCESS;
 }
 
@@ -425,7 +440,10 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 			rnr = true;
 			break;
 		}
-		srnic_sgl_copy(remote, local);
+		if (srnic_sgl_copy(remote, local)) {
+			*status = IB_WC_REM_ACCESS_ERR;
+			break;
+		}
 		srnic_sgl_put(remote);
 		if (wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
 			*status = srnic_local_receive(qp, dest, xsrq, wqe,
@@ -437,7 +455,8 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 					   IB_ACCESS_REMOTE_READ, remote);
 		if (*status != IB_WC_SUCCESS)
 			break;
-		srnic_sgl_copy(local, remote);
+		if (srnic_sgl_copy(local, remote))
+			*status = IB_WC_REM_ACCESS_ERR;
 		break;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
@@ -708,14 +727,15 @@ u32 srnic_qp_mtu(struct srnic_qp *qp)
 /*
  * Copy @len bytes between byte @offset of @sgl and the kernel buffer @buf:
  * into @sgl with @into_sgl, out of it otherwise. The caller checked that
- * @offset + @len fits.
+ * @offset + @len fits. Returns 0 or the errno of a failed ODP fault.
  */
-static void srnic_sgl_xfer(const struct srnic_sgl *sgl, u64 offset, u8 *buf,
-			   u32 len, bool into_sgl)
+static int srnic_sgl_xfer(const struct srnic_sgl *sgl, u64 offset, u8 *buf,
+			  u32 len, bool into_sgl)
 {
 	const struct srnic_seg kbuf = { .buf = buf, .len = len };
 	unsigned int i;
 	u32 done = 0;
+	int err;
 
 	for (i = 0; i < sgl->num && done < len; i++) {
 		const struct srnic_seg *seg = &sgl->seg[i];
@@ -727,12 +747,15 @@ static void srnic_sgl_xfer(const struct srnic_sgl *sgl, u64 offset, u8 *buf,
 		}
 		n = min_t(u64, seg->len - offset, len - done);
 		if (into_sgl)
-			srnic_seg_copy(seg, offset, &kbuf, done, n);
+			err = srnic_seg_copy(seg, offset, &kbuf, done, n);
 		else
-			srnic_seg_copy(&kbuf, done, seg, offset, n);
+			err = srnic_seg_copy(&kbuf, done, seg, offset, n);
+		if (err)
+			return err;
 		done += n;
 		offset = 0;
 	}
+	return 0;
 }
 
 /**
@@ -742,11 +765,15 @@ static void srnic_sgl_xfer(const struct srnic_sgl *sgl, u64 offset, u8 *buf,
  * @offset: byte offset in @sgl of the first byte
  * @src: the payload
  * @len: its bytes; the caller checked that @offset + @len fits
+ *
+ * Return: 0, or the errno of a failed ODP fault (-EFAULT: the process has
+ * no page behind an ODP MR there); the caller treats it as a local
+ * protection error.
  */
-void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
-		       u32 len)
+int srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
+		      u32 len)
 {
-	srnic_sgl_xfer(sgl, offset, (u8 *)src, len, true);
+	return srnic_sgl_xfer(sgl, offset, (u8 *)src, len, true);
 }
 
 /**
@@ -757,7 +784,9 @@ void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
  *	 source (checked when the SGL or MR was resolved)
  *
  * Return: 0, or a negative errno (the packet is lost; the protocol
- * recovers as from any loss).
+ * recovers as from any loss); -EFAULT if the payload could not be read
+ * (an ODP page the process does not have): the READ responder answers
+ * that with a remote access error, other senders leave it to the retries.
  */
 int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 {
@@ -830,9 +859,17 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 	}
 	if (txd->len) {
 		if (txd->sgl)
-			srnic_sgl_xfer(txd->sgl, txd->offset, p, txd->len, false);
+			err = srnic_sgl_xfer(txd->sgl, txd->offset, p,
+					     txd->len, false);
 		else
-			srnic_mr_copy_from(txd->mr, txd->offset, p, txd->len);
+			err = srnic_mr_copy_from(txd->mr, txd->offset, p,
+						 txd->len);
+		/* An ODP page the process does not have: no packet. */
+		if (err) {
+			kfree_skb(skb);
+			srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+			return -EFAULT;
+		}
 	}
 	memset(p + txd->len, 0, pad);
 

@@ -656,8 +656,14 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 	    (!last && !pkt->payload_len))
 		return false;
 
-	srnic_sgl_scatter(&req->read_sgl, req->read_offset,
-			  skb->data + pkt->hdr_len, pkt->payload_len);
+	if (srnic_sgl_scatter(&req->read_sgl, req->read_offset,
+			      skb->data + pkt->hdr_len, pkt->payload_len)) {
+		/* An ODP page of the READ's buffers the process lacks. */
+		srnic_sgl_put(&req->read_sgl);
+		req->read_sgl_index = 0;
+		srnic_req_retire_head(qp, IB_WC_LOC_PROT_ERR);
+		return true;
+	}
 	req->read_offset += pkt->payload_len;
 	req->read_psn = srnic_psn_add(req->read_psn, 1);
 	req->una_psn = req->read_psn;
@@ -724,8 +730,14 @@ static bool srnic_req_atomic_response(struct srnic_qp *qp,
 	/* The original value lands in host byte order, as verbs define it. */
 	orig = srnic_atmack_get((const struct srnic_atmack *)
 				(skb->data + pkt->atmack));
-	srnic_sgl_scatter(&req->read_sgl, 0, (const u8 *)&orig, sizeof(orig));
+	status = srnic_sgl_scatter(&req->read_sgl, 0, (const u8 *)&orig,
+				   sizeof(orig)) ? IB_WC_LOC_PROT_ERR :
+						   IB_WC_SUCCESS;
 	srnic_sgl_put(&req->read_sgl);
+	if (status != IB_WC_SUCCESS) {
+		srnic_req_retire_head(qp, status);
+		return true;
+	}
 	rw->read_done = true;
 	srnic_req_ack(qp, pkt->psn);
 	return true;

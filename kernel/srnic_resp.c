@@ -259,8 +259,12 @@ static enum srnic_resp_verdict srnic_resp_send(struct srnic_qp *qp,
 	if (resp->offset + pkt->payload_len > resp->sgl.len)
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_LOC_LEN_ERR);
-	srnic_sgl_scatter(&resp->sgl, resp->offset, skb->data + pkt->hdr_len,
-			  pkt->payload_len);
+	if (srnic_sgl_scatter(&resp->sgl, resp->offset,
+			      skb->data + pkt->hdr_len, pkt->payload_len))
+		/* An ODP page of the receive buffers the process lacks. */
+		return srnic_resp_fatal(qp, pkt,
+					SRNIC_NAK_REMOTE_OPERATIONAL_ERROR,
+					IB_WC_LOC_PROT_ERR);
 	resp->offset += pkt->payload_len;
 	if (pkt->flags & SRNIC_OPF_LAST) {
 		srnic_resp_complete(qp, IB_WC_SUCCESS, IB_WC_RECV,
@@ -326,9 +330,12 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 		if (v != SRNIC_RESP_OK)
 			return v;	/* nothing of this packet written */
 	}
-	if (pkt->payload_len)
-		srnic_mr_copy_to(resp->write_mr, resp->write_va + resp->offset,
-				 skb->data + pkt->hdr_len, pkt->payload_len);
+	/* An ODP page the process lacks: as for a bad R_Key. */
+	if (pkt->payload_len &&
+	    srnic_mr_copy_to(resp->write_mr, resp->write_va + resp->offset,
+			     skb->data + pkt->hdr_len, pkt->payload_len))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
+					IB_WC_REM_ACCESS_ERR);
 	resp->offset += pkt->payload_len;
 	if (pkt->flags & SRNIC_OPF_LAST) {
 		if (pkt->immdt)
@@ -421,24 +428,30 @@ static DEFINE_SPINLOCK(srnic_atomic_lock);
  * 64-bit integer in the target's memory, as verbs define it.
  *
  * Return: 0, or -EINVAL if @iova is not 8-byte aligned, in the MR's
- * address space or in its pages (invalid request); nothing is written then.
+ * address space or in its pages (invalid request), or the errno of a
+ * failed ODP fault (-EFAULT: the process has no page there, an access
+ * error); nothing is written then.
  */
 int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
 			 u64 swap_add, u64 compare, u64 *orig)
 {
-	unsigned int offset;
-	struct page *page;
+	struct srnic_mr_map map;
 	u64 *target, val;
 	void *va;
+	int err;
 
 	if (!IS_ALIGNED(iova, SRNIC_ATOMIC_SIZE))
 		return -EINVAL;
-	page = srnic_mr_iova_to_page(mr, iova, &offset);
-	if (!page || !IS_ALIGNED(offset, SRNIC_ATOMIC_SIZE))
+	err = srnic_mr_map_page(mr, iova, true, &map);
+	if (err)
+		return mr->type == SRNIC_MR_ODP ? err : -EINVAL;
+	if (!IS_ALIGNED(map.offset, SRNIC_ATOMIC_SIZE)) {
+		srnic_mr_unmap_page(&map);
 		return -EINVAL;
+	}
 
-	va = kmap_local_page(page);
-	target = va + offset;
+	va = kmap_local_page(map.page);
+	target = va + map.offset;
 	spin_lock(&srnic_atomic_lock);
 	val = READ_ONCE(*target);
 	if (!cmp_swap)
@@ -447,6 +460,7 @@ int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
 		WRITE_ONCE(*target, swap_add);
 	spin_unlock(&srnic_atomic_lock);
 	kunmap_local(va);
+	srnic_mr_unmap_page(&map);
 	*orig = val;
 	return 0;
 }
@@ -506,9 +520,12 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 				   SRNIC_OP_CMP_SWAP,
 				   f.swap_add, f.compare, &orig);
 	srnic_mr_put(mr);
-	if (err)
+	if (err == -EINVAL)
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
+	if (err)
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
+					IB_WC_REM_ACCESS_ERR);
 
 	replay = &resp->atomics[resp->atomic_next % slots];
 	resp->atomic_next = (resp->atomic_next + 1) % slots;
@@ -805,6 +822,20 @@ out:
 	consume_skb(skb);
 }
 
+/* End the READ being answered with a remote access error NAK. */
+static void srnic_resp_read_fail(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	if (resp->read_mr)
+		srnic_mr_put(resp->read_mr);
+	resp->read_mr = NULL;
+	resp->reading = false;
+	srnic_resp_nak(qp, resp->read_psn, SRNIC_AETH_NAK,
+		       SRNIC_NAK_REMOTE_ACCESS_ERROR);
+	srnic_qp_to_error(qp, IB_EVENT_QP_ACCESS_ERR);
+}
+
 /*
  * Look the MR of the READ being answered up again, for its remaining
  * bytes. If it went meanwhile (deregistered, invalidated), the READ ends
@@ -824,10 +855,7 @@ static bool srnic_resp_read_mr(struct srnic_qp *qp)
 		resp->read_mr = mr;
 		return true;
 	}
-	resp->reading = false;
-	srnic_resp_nak(qp, resp->read_psn, SRNIC_AETH_NAK,
-		       SRNIC_NAK_REMOTE_ACCESS_ERROR);
-	srnic_qp_to_error(qp, IB_EVENT_QP_ACCESS_ERR);
+	srnic_resp_read_fail(qp);
 	return false;
 }
 
@@ -869,7 +897,11 @@ bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 			op = last ? SRNIC_OP_READ_RESPONSE_LAST :
 				    SRNIC_OP_READ_RESPONSE_MIDDLE;
 		txd.opcode = srnic_resp_opcode(qp, op);
-		srnic_rc_tx(qp, &txd);
+		/* The ODP page to send from is not the process's any more. */
+		if (srnic_rc_tx(qp, &txd) == -EFAULT) {
+			srnic_resp_read_fail(qp);
+			break;
+		}
 		resp->read_va += txd.len;
 		resp->read_left -= txd.len;
 		resp->read_first = false;

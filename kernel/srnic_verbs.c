@@ -65,6 +65,27 @@ static int srnic_query_device(struct ib_device *ibdev,
 	/* XRC domains, SRQs and QPs (srnic_srq.c, srnic_qp.c). */
 	attr->device_cap_flags = IB_DEVICE_XRC;
 	/*
+	 * On-demand paging (srnic_odp.c): explicit and implicit ODP MRs work
+	 * for every operation of every QP type srnic has, since all of them
+	 * reach memory through the same MR copies.
+	 */
+	if (IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)) {
+		u32 caps = IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+			   IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
+			   IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
+
+		attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
+		attr->odp_caps.general_caps = IB_ODP_SUPPORT |
+					      IB_ODP_SUPPORT_IMPLICIT;
+		attr->odp_caps.per_transport_caps.rc_odp_caps = caps;
+		attr->odp_caps.per_transport_caps.uc_odp_caps =
+			caps & (IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+				IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_SRQ_RECV);
+		attr->odp_caps.per_transport_caps.ud_odp_caps =
+			caps & (IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+				IB_ODP_SUPPORT_SRQ_RECV);
+	}
+	/*
 	 * No IB_DEVICE_SRQ_RESIZE (modify_srq's IB_SRQ_MAX_WR is
 	 * EOPNOTSUPP); no IB_DEVICE_MEM_MGT_EXTENSIONS and no
 	 * max_fast_reg_page_list_len, as no QP executes IB_WR_REG_MR yet.
@@ -322,6 +343,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = SRNIC_ABI_VERSION,
 
+	.advise_mr = srnic_advise_mr,
 	.alloc_hw_port_stats = srnic_alloc_hw_port_stats,
 	.alloc_mr = srnic_alloc_mr,
 	.alloc_pd = srnic_alloc_pd,

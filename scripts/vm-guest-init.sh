@@ -53,6 +53,15 @@ trap power_off EXIT
 
 say "stage 2 running"
 
+# --- 2 MiB huge pages for the huge-page ODP tests (rdma-core's test_odp, tests/test_odp.py):
+# reserved now, while memory is not yet fragmented. 16 (32 MiB of the guest's 3G) serve two
+# MRs per test with room to spare. A kernel without hugetlbfs has no such file: not fatal.
+if [ -w /proc/sys/vm/nr_hugepages ]; then
+	echo 16 >/proc/sys/vm/nr_hugepages
+	read -r huge </proc/sys/vm/nr_hugepages
+	say "huge pages reserved: $huge"
+fi
+
 # --- The freshly built module (srnic.ko), installed so that `modprobe srnic` and the kernel's
 # autoload (`rdma link add X type srnic` asks for the alias rdma-link-srnic) find it. vm-run
 # checked it is built for this kernel and staged it in CTLDIR/modules with module indexes that

@@ -105,8 +105,7 @@ def test_hint_access_flags_are_accepted(pd):
 @pytest.mark.parametrize("access,code", [
     (LW | e.IBV_ACCESS_MW_BIND, errno.EOPNOTSUPP),    # no memory windows
     (LW | e.IBV_ACCESS_ZERO_BASED, errno.EOPNOTSUPP),
-    # ib_core refuses ODP before the driver, as the device has no ODP cap.
-    (LW | e.IBV_ACCESS_ON_DEMAND, errno.EINVAL),
+    # IBV_ACCESS_ON_DEMAND is supported: tests/test_odp.py.
 ])
 def test_unsupported_access_flags(dev, pd, access, code):
     expect_errno(code, pd, PAGE, access)

@@ -37,4 +37,10 @@ int dereg_mr(verbs_mr *vmr) noexcept
 	return 0;
 }
 
+int advise_mr(ibv_pd *pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge *sg_list,
+	      uint32_t num_sge) noexcept
+{
+	return ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sge);
+}
+
 } // namespace srnic

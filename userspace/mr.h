@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
-// Memory regions: reg_mr and dereg_mr. The kernel pins the pages and owns
-// the keys; the provider keeps only what libibverbs needs.
+// Memory regions: reg_mr, dereg_mr and advise_mr. The kernel pins the pages
+// (or, for IBV_ACCESS_ON_DEMAND, faults them in when the engine touches them)
+// and owns the keys; the provider keeps only what libibverbs needs.
 #ifndef SRNIC_MR_H
 #define SRNIC_MR_H
 
@@ -35,6 +36,12 @@ using RegMrResp = ib_uverbs_reg_mr_resp;
 
 // The dereg_mr verb; the MR stays valid if the kernel refuses.
 int dereg_mr(verbs_mr *vmr) noexcept;
+
+// The advise_mr verb (prefetch of ODP MRs): passed to the kernel as is. Returns
+// 0 or an errno (EINVAL for an SGE outside any ODP MR of pd, EOPNOTSUPP for an
+// unknown advice, EFAULT when a synchronous prefetch hits an unmapped page).
+int advise_mr(ibv_pd *pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge *sg_list,
+	      uint32_t num_sge) noexcept;
 
 } // namespace srnic
 

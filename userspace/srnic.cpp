@@ -55,6 +55,7 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 // The verbs srnic implements, in verbs_context_ops' (alphabetical) order. The
 // others keep libibverbs' defaults, which fail with EOPNOTSUPP.
 constinit const verbs_context_ops srnic_context_ops = {
+	.advise_mr = srnic::advise_mr,
 	.alloc_pd = srnic::alloc_pd,
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.close_xrcd = srnic::close_xrcd,

@@ -329,6 +329,9 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va
 // Returns 0 or a positive errno; 0 also when the kernel already destroyed
 // the MR (device removed).
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+// UVERBS_METHOD_ADVISE_MR; returns 0 or a positive errno.
+int ibv_cmd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		      struct ibv_sge *sg_list, uint32_t num_sge);
 
 // ---- Completion queues and queue pairs (driver.h, kern-abi.h) ------------
 
