@@ -22,9 +22,10 @@
 
 #include "srnic.h"
 
-/* The access flags srnic implements; no memory windows, no ODP yet. */
+/* The access flags srnic implements (MW_BIND: srnic_mw.c); no ODP yet. */
 #define SRNIC_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+			 IB_ACCESS_MW_BIND)
 #define SRNIC_MR_REMOTE_ACCESS (IB_ACCESS_REMOTE_WRITE | \
 				IB_ACCESS_REMOTE_READ | \
 				IB_ACCESS_REMOTE_ATOMIC)
@@ -61,7 +62,7 @@ void srnic_mr_table_destroy(struct srnic_dev *sdev)
 /*
  * The rules of ib_check_mr_access(), which uverbs applies before
  * reg_user_mr but nobody applies to kernel callers; flags srnic does not
- * implement (memory windows, ODP, zero-based) are refused with EOPNOTSUPP,
+ * implement (ODP, zero-based) are refused with EOPNOTSUPP,
  * so callers can tell "not here" from "never valid".
  */
 static int srnic_mr_check_access(int access)
@@ -183,7 +184,7 @@ static int srnic_mr_fill_user_pages(struct srnic_mr *mr)
  *
  * Return: the MR, or ERR_PTR(-EINVAL) for a zero, too large or wrapping
  * range or an invalid flag combination, -EOPNOTSUPP for flags srnic does
- * not implement (memory windows, ODP, zero-based), -ENOMEM, or what
+ * not implement (ODP, zero-based), -ENOMEM, or what
  * ib_umem_get() returns.
  */
 struct ib_mr *srnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,

@@ -271,6 +271,11 @@ void srnic_atmeth_put(struct srnic_atmeth *h,
 u64 srnic_atmack_get(const struct srnic_atmack *h);
 void srnic_atmack_put(struct srnic_atmack *h, u64 orig);
 
+/* ---- Invalidate header ---------------------------------------------- */
+
+u32 srnic_ieth_get(const struct srnic_ieth *h);
+void srnic_ieth_put(struct srnic_ieth *h, u32 rkey);
+
 /* ---- Invariant CRC -------------------------------------------------- */
 
 /* Bytes of IP + UDP header the ICRC covers: IPv4 without options, IPv6. */
