@@ -91,6 +91,9 @@ class Window:
         (default: the side's) and wait for its completion."""
         qp = qp or self.side.qp
         info = self.info(access, off, length)
+        # ibv_mw.rkey: updated by ibv_bind_mw() (type 1), never by a
+        # BIND_MW WR (type 2), whose key pyverbs derives from it.
+        expect_rkey = inc_rkey(self.mw.rkey)
         if self.type == e.IBV_MW_TYPE_1:
             qp.bind_mw(self.mw, MWBind(info, e.IBV_SEND_SIGNALED, wr_id))
             new_rkey = self.mw.rkey
@@ -99,7 +102,7 @@ class Window:
             wr.set_bind_wr(self.mw, info)
             qp.post_send(wr)
             new_rkey = wr.rkey
-        assert new_rkey == inc_rkey(self.rkey)
+        assert new_rkey == expect_rkey
         check_wc(self.side.poll()[0], wr_id, e.IBV_WC_BIND_MW, expect)
         if expect == e.IBV_WC_SUCCESS:
             self.rkey = new_rkey
@@ -119,12 +122,13 @@ def expect_rem_access_err(rc, win, opcode=e.IBV_WR_RDMA_WRITE, off=0,
                           length=16, rkey=None):
     """An access by a through win fails remotely, nothing written."""
     a = rc.a
+    before = win.mr.read(MR_SIZE, 0)
     local = a.mr(MR_SIZE)
     local.write(b"\xee" * MR_SIZE, MR_SIZE, 0)
     wc = rdma(a, 77, opcode, local, win.rkey if rkey is None else rkey,
               win.addr + off, length)
     check_wc(wc, 77, None, e.IBV_WC_REM_ACCESS_ERR)
-    assert win.mr.read(MR_SIZE, 0) == PATTERN, "nothing written"
+    assert win.mr.read(MR_SIZE, 0) == before, "nothing written"
 
 
 # ---- the device -------------------------------------------------------------
