@@ -287,7 +287,14 @@ static enum ib_wc_status srnic_mw_bind(struct srnic_qp *qp,
 	if (!mw)
 		goto out_unlock_rcu;
 	spin_lock_irqsave(&mw->lock, flags);
-	if (mw->rkey != mw_rkey || to_srnic_pd(mw->ibmw.pd) != pd)
+	/*
+	 * The WQE names the MW by ibv_mw.rkey, which ibv_bind_mw() keeps
+	 * current for a type 1 MW but nothing updates for a type 2 one (the
+	 * consumer tracks the keys it binds with): a type 2 MW is named by
+	 * its index alone.
+	 */
+	if ((mw->ibmw.type == IB_MW_TYPE_1 && mw->rkey != mw_rkey) ||
+	    to_srnic_pd(mw->ibmw.pd) != pd)
 		goto out_unlock;
 	if (mw->ibmw.type == IB_MW_TYPE_2) {
 		/* o10-37.2.30: bound once; o10-37.2.40: to something. */

@@ -38,10 +38,24 @@ WIN_OFF, WIN_LEN = 256, 1024            # the window inside b's MR
 PATTERN = bytes((i * 7 + 3) & 0xff for i in range(MR_SIZE))
 
 
+# Windows of the running test: deallocated before their contexts close,
+# as rdma-core's tests do (a bound rxe window holds its QP: destroying the
+# QP first makes rxe wait and warn).
+WINDOWS = []
+
+
 @pytest.fixture(autouse=True)
 def close_contexts():
     yield
+    while WINDOWS:
+        WINDOWS.pop().close()
     close_all()
+
+
+def skip_if_rxe_window(rc, why):
+    """For checks of srnic's responder that rxe (6.1) gets wrong."""
+    if rc.b.end.kind != "srnic":
+        pytest.skip(f"rxe: {why}")
 
 
 @pytest.fixture
@@ -74,6 +88,7 @@ class Window:
         self.mr = side.mr(MR_SIZE, MR_ACCESS)
         self.mr.write(PATTERN, MR_SIZE, 0)
         self.mw = MW(side.pd, mw_type)
+        WINDOWS.append(self.mw)
         self.type = mw_type
         self.rkey = self.mw.rkey
         self.base = self.mr.buf     # addresses stay those of the first MR
@@ -146,6 +161,7 @@ def test_alloc_types(rc):
     mr = b.mr(MR_SIZE, MR_ACCESS)
     mws = [MW(b.pd, t) for t in (e.IBV_MW_TYPE_1, e.IBV_MW_TYPE_2,
                                  e.IBV_MW_TYPE_1, e.IBV_MW_TYPE_2)]
+    WINDOWS.extend(mws)
     keys = [mw.rkey for mw in mws]
     assert len(set(k >> 8 for k in keys)) == len(keys), keys
     assert mr.rkey >> 8 not in {k >> 8 for k in keys}
@@ -193,6 +209,8 @@ def test_write_read_through_window(rc, mw_type):
                          ids=["type1", "type2"])
 @pytest.mark.parametrize("case", ["past-end", "before-start", "no-read"])
 def test_access_beyond_window_is_refused(rc, mw_type, case):
+    if case != "no-read":
+        skip_if_rxe_window(rc, "checks the MR's range, not the window's")
     win = Window(rc.b, mw_type)
     if case == "no-read":
         win.bind(access=RW)
@@ -235,6 +253,7 @@ def test_local_invalidate(rc):
 def test_local_invalidate_then_rebind(rc):
     """An invalidated type 2 window is free: it may be bound again, with a
     new key byte, and serves accesses again."""
+    skip_if_rxe_window(rc, "names a type 2 MW by ibv_mw.rkey's stale key")
     a, b = rc.a, rc.b
     win = Window(b, e.IBV_MW_TYPE_2)
     win.bind()
@@ -274,6 +293,7 @@ def test_send_with_invalidate(rc):
 def test_send_with_invalidate_of_unknown_rkey(rc):
     """Invalidating what is no bound type 2 window is an invalid request
     (RC class J): the requester gets IBV_WC_REM_INV_REQ_ERR."""
+    skip_if_rxe_window(rc, "invalidating a free MW oopses (NULL qp)")
     a, b = rc.a, rc.b
     win = Window(b, e.IBV_MW_TYPE_2)   # never bound: free
     rbuf = b.mr(256)
@@ -315,11 +335,11 @@ def test_bind_needs_mw_bind_access(rc):
     b = rc.b
     mr = b.mr(MR_SIZE, LW)
     mw = MW(b.pd, e.IBV_MW_TYPE_2)
+    WINDOWS.append(mw)
     wr = SendWR(wr_id=62, opcode=e.IBV_WR_BIND_MW)
     wr.set_bind_wr(mw, MWBindInfo(mr, mr.buf, 64, RW))
     b.qp.post_send(wr)
     check_wc(b.poll()[0], 62, None, e.IBV_WC_MW_BIND_ERR)
-    mw.close()
 
 
 def test_bind_outside_mr_is_refused(rc):
