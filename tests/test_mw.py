@@ -44,11 +44,15 @@ PATTERN = bytes((i * 7 + 3) & 0xff for i in range(MR_SIZE))
 WINDOWS = []
 
 
+def close_windows():
+    while WINDOWS:
+        WINDOWS.pop().close()
+
+
 @pytest.fixture(autouse=True)
 def close_contexts():
     yield
-    while WINDOWS:
-        WINDOWS.pop().close()
+    close_windows()
     close_all()
 
 
@@ -63,6 +67,7 @@ def rc(topology):
     p = RCPair(topology)
     p.connect()
     yield p
+    close_windows()     # before the QPs they may be bound to
     p.close()
 
 
