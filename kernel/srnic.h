@@ -76,6 +76,14 @@
 #define SRNIC_MAX_MR_SIZE BIT_ULL(39)
 #define SRNIC_MAX_FAST_REG_PAGES 512
 
+/*
+ * Memory windows (srnic_mw.c) share the key format and the 24-bit index
+ * space with MRs: MW indexes start after the last MR index, so an rkey's
+ * index alone says which table holds it.
+ */
+#define SRNIC_MW_FIRST_INDEX (SRNIC_MAX_MR + 1)
+#define SRNIC_MAX_MW (BIT(20) - 1)
+
 /**
  * struct srnic_port - the device's single RoCEv2 port
  * @state: IB_PORT_ACTIVE or IB_PORT_DOWN, following the netdev's
@@ -253,6 +261,9 @@ struct srnic_fault {
  * @mr_next: next index xa_alloc_cyclic() tries, under @mr_table's lock
  * @mr_laps: times the cyclic allocation wrapped, under @mr_table's lock
  * @mr_key_seed: random start of the key bytes of this device
+ * @mw_table: MW index (rkey >> 8) -> struct srnic_mw, read under RCU
+ * @mw_next: next index xa_alloc_cyclic() tries, under @mw_table's lock
+ * @mw_laps: times the cyclic allocation wrapped, under @mw_table's lock
  * @debugfs: the device's debugfs directory (test hooks)
  * @cq_ids: allocator of CQ numbers
  * @srq_ids: allocator of SRQ numbers
@@ -279,6 +290,9 @@ struct srnic_dev {
 	u32 mr_next;
 	u32 mr_laps;
 	u8 mr_key_seed;
+	struct xarray mw_table;
+	u32 mw_next;
+	u32 mw_laps;
 	struct dentry *debugfs;
 	struct ida cq_ids;
 	struct ida srq_ids;
@@ -407,6 +421,44 @@ struct srnic_mr {
 	refcount_t users;
 	struct completion released;
 	struct rcu_head rcu;
+};
+
+/* The states of a memory window (IBTA 10.6.7). */
+enum srnic_mw_state {
+	SRNIC_MW_FREE,		/* type 2, not bound: no access */
+	SRNIC_MW_VALID,		/* bound (type 1: allocated) */
+};
+
+/**
+ * struct srnic_mw - a memory window (srnic_mw.c)
+ * @ibmw: the ib_core MW; ibmw.rkey is the key the verbs reported last
+ * @lock: guards everything below; taken in the engine and the verbs
+ * @state: enum srnic_mw_state
+ * @rkey: the key remote accesses must present: index << 8 | key byte
+ * @index: slot in the device's mw_table
+ * @mr_key: key of the MR the window is bound to; a lookup finds the MR
+ *	    by it, so a deregistered MR's window gives access to nothing
+ * @addr: first address of the window (an address of the MR)
+ * @length: bytes of the window; 0 for a type 1 MW bound to nothing
+ * @access: IB_ACCESS_REMOTE_* flags the window grants
+ * @qpn: the QP a type 2 MW was bound through: the only one it serves
+ *
+ * The MW holds no reference on its MR or QP: each access looks the MR up
+ * by @mr_key, for one access, as an MR rkey would be. ib_core frees the
+ * struct when dealloc_mw returns, so srnic_dealloc_mw() waits for the
+ * RCU readers of mw_table.
+ */
+struct srnic_mw {
+	struct ib_mw ibmw;
+	spinlock_t lock;		/* guards the binding */
+	enum srnic_mw_state state;
+	u32 rkey;
+	u32 index;
+	u32 mr_key;
+	u64 addr;
+	u64 length;
+	int access;
+	u32 qpn;
 };
 
 /**
@@ -563,6 +615,9 @@ struct srnic_sgl {
  *	    turn comes (it is then never sent)
  * @read_done: a READ's last response, or an atomic's ATOMIC_ACKNOWLEDGE,
  *	       arrived
+ * @local: a local operation (BIND_MW, LOCAL_INV), executed when taken:
+ *	   it sends nothing, takes no PSN (@last_psn is the PSN before
+ *	   @first_psn) and completes once every WQE before it has
  */
 struct srnic_req_wqe {
 	u64 wr_id;
@@ -573,6 +628,7 @@ struct srnic_req_wqe {
 	u8 flags;
 	u8 status;
 	bool read_done;
+	bool local;
 };
 
 /**
@@ -838,6 +894,11 @@ static inline struct srnic_mr *to_srnic_mr(struct ib_mr *mr)
 	return container_of(mr, struct srnic_mr, ibmr);
 }
 
+static inline struct srnic_mw *to_srnic_mw(struct ib_mw *mw)
+{
+	return container_of(mw, struct srnic_mw, ibmw);
+}
+
 static inline struct srnic_cq *to_srnic_cq(struct ib_cq *ibcq)
 {
 	return container_of(ibcq, struct srnic_cq, ibcq);
@@ -995,6 +1056,18 @@ struct srnic_mr *srnic_mr_lookup(struct srnic_dev *sdev, u32 key,
 				 enum srnic_key_kind kind, struct srnic_pd *pd,
 				 int required_access, u64 iova, u64 length);
 void srnic_mr_put(struct srnic_mr *mr);
+
+/* srnic_mw.c: memory windows, rkey lookup, local and remote invalidation */
+void srnic_mw_table_init(struct srnic_dev *sdev);
+void srnic_mw_table_destroy(struct srnic_dev *sdev);
+int srnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int srnic_dealloc_mw(struct ib_mw *ibmw);
+struct srnic_mr *srnic_rkey_lookup(struct srnic_qp *qp, struct srnic_pd *pd,
+				   u32 rkey,
+				   int required_access, u64 iova, u64 length);
+enum ib_wc_status srnic_mw_local_op(struct srnic_qp *qp,
+				    const struct srnic_send_wqe *wqe);
+int srnic_mw_invalidate(struct srnic_qp *qp, u32 rkey, bool remote);
 struct page *srnic_mr_iova_to_page(struct srnic_mr *mr, u64 iova,
 				   unsigned int *offset);
 
@@ -1142,6 +1215,7 @@ int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
  * @orig: AtomicAckETH original remote data
  * @aeth: AETH syndrome << 24 | MSN
  * @imm: immediate data, big-endian as on the wire
+ * @inv_rkey: IETH R_Key to invalidate (SEND with invalidate)
  * @sgl: payload source (requester's SGL) or NULL
  * @mr: payload source MR (READ responses) when @sgl is NULL
  * @offset: byte offset in @sgl, or address in @mr
@@ -1165,6 +1239,7 @@ struct srnic_txd {
 	u64 orig;
 	u32 aeth;
 	__be32 imm;
+	u32 inv_rkey;
 	const struct srnic_sgl *sgl;
 	struct srnic_mr *mr;
 	u64 offset;
@@ -1184,6 +1259,12 @@ static inline bool srnic_wr_is_atomic(u8 opcode)
 {
 	return opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
 	       opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Is it executed by the requester alone, sending nothing? */
+static inline bool srnic_wr_is_local(u8 opcode)
+{
+	return opcode == IB_WR_BIND_MW || opcode == IB_WR_LOCAL_INV;
 }
 
 /* Does it take a responder resource (max_rd_atomic): READ and atomics. */

@@ -213,6 +213,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	srnic_parent_destroy(sdev);
 	srnic_net_put(read_pnet(&sdev->net));
 	srnic_mr_table_destroy(sdev);
+	srnic_mw_table_destroy(sdev);
 	srnic_ah_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
 	ida_destroy(&sdev->cq_ids);
@@ -320,6 +321,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	INIT_LIST_HEAD(&sdev->list);
 	ida_init(&sdev->pd_ids);
 	srnic_mr_table_init(sdev);
+	srnic_mw_table_init(sdev);
 	srnic_ah_table_init(sdev);
 	srnic_mcast_init(sdev);
 	ida_init(&sdev->cq_ids);
@@ -389,6 +391,7 @@ err_net:
 	srnic_net_put(read_pnet(&sdev->net));
 err_dealloc:
 	srnic_mr_table_destroy(sdev);
+	srnic_mw_table_destroy(sdev);
 	srnic_ah_table_destroy(sdev);
 	ida_destroy(&sdev->pd_ids);
 	ida_destroy(&sdev->cq_ids);

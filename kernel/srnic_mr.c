@@ -25,9 +25,10 @@
 
 #include "srnic.h"
 
-/* The access flags srnic implements; no memory windows. */
+/* The access flags srnic implements (MW_BIND: srnic_mw.c). */
 #define SRNIC_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+			 IB_ACCESS_MW_BIND)
 #define SRNIC_MR_REMOTE_ACCESS (IB_ACCESS_REMOTE_WRITE | \
 				IB_ACCESS_REMOTE_READ | \
 				IB_ACCESS_REMOTE_ATOMIC)
@@ -68,9 +69,9 @@ void srnic_mr_table_destroy(struct srnic_dev *sdev)
 /*
  * The rules of ib_check_mr_access(), which uverbs applies before
  * reg_user_mr but nobody applies to kernel callers; flags srnic does not
- * implement (memory windows, zero-based) are refused with EOPNOTSUPP,
- * so callers can tell "not here" from "never valid". IB_ACCESS_ON_DEMAND
- * is for reg_user_mr only.
+ * implement (zero-based) are refused with EOPNOTSUPP, so callers can
+ * tell "not here" from "never valid". IB_ACCESS_ON_DEMAND is for
+ * reg_user_mr only.
  */
 static int srnic_mr_check_access(int access, int odp)
 {
@@ -240,8 +241,8 @@ err_free_mr:
  *
  * Return: the MR, or ERR_PTR(-EINVAL) for a zero, too large or wrapping
  * range or an invalid flag combination, -EOPNOTSUPP for flags srnic does
- * not implement (memory windows, zero-based), -ENOMEM, or what
- * ib_umem_get() or ib_umem_odp_get() returns.
+ * not implement (zero-based), -ENOMEM, or what ib_umem_get() or
+ * ib_umem_odp_get() returns.
  */
 struct ib_mr *srnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)

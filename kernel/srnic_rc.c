@@ -254,6 +254,10 @@ static int srnic_post_recv_cqe(struct srnic_qp *dest, struct srnic_srq *xsrq,
 	    wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
 		cqe.imm_data = wqe->imm_data;
 		cqe.wc_flags = SRNIC_CQE_WITH_IMM;
+	} else if (wqe->opcode == IB_WR_SEND_WITH_INV &&
+		   status == IB_WC_SUCCESS) {
+		cqe.invalidated_rkey = wqe->invalidate_rkey;
+		cqe.wc_flags = SRNIC_CQE_WITH_INV;
 	}
 	return srnic_cq_post(srnic_resp_cq(dest, xsrq), &cqe, solicited);
 }
@@ -304,6 +308,10 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 			srnic_sgl_put(dst);
 		}
 	}
+	/* A SEND with invalidate invalidates once its data is placed. */
+	if (rstatus == IB_WC_SUCCESS && wqe->opcode == IB_WR_SEND_WITH_INV &&
+	    srnic_mw_invalidate(dest, wqe->invalidate_rkey, true))
+		rstatus = IB_WC_REM_INV_REQ_ERR;
 	/* The receive completion goes out before the requester's. */
 	if (srnic_post_recv_cqe(dest, xsrq, rwqe->wr_id, rstatus, opcode,
 				rstatus == IB_WC_SUCCESS ? src->len : 0, wqe,
@@ -313,8 +321,9 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	if (rstatus == IB_WC_SUCCESS)
 		return IB_WC_SUCCESS;
 	*dest_fatal = true;
-	return rstatus == IB_WC_LOC_LEN_ERR ? IB_WC_REM_INV_REQ_ERR :
-					       IB_WC_REM_OP_ERR;
+	return rstatus == IB_WC_LOC_LEN_ERR ||
+	       rstatus == IB_WC_REM_INV_REQ_ERR ? IB_WC_REM_INV_REQ_ERR :
+						  IB_WC_REM_OP_ERR;
 }
 
 /* The responder's MR for an RDMA WRITE or READ, checked as IBTA says. */
@@ -324,7 +333,6 @@ static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
 					  u64 len, int access,
 					  struct srnic_sgl *sgl)
 {
-	struct srnic_dev *ddev = to_srnic_dev(dest->ibqp.device);
 	struct srnic_mr *mr;
 
 	sgl->num = 0;
@@ -333,9 +341,8 @@ static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
 		return IB_WC_REM_ACCESS_ERR;
 	if (!len)
 		return IB_WC_SUCCESS;
-	mr = srnic_mr_lookup(ddev, wqe->rdma.rkey, SRNIC_RKEY,
-			     srnic_resp_pd(dest, xsrq), access,
-			     wqe->rdma.remote_addr, len);
+	mr = srnic_rkey_lookup(dest, srnic_resp_pd(dest, xsrq), wqe->rdma.rkey,
+			       access, wqe->rdma.remote_addr, len);
 	if (IS_ERR(mr))
 		return IB_WC_REM_ACCESS_ERR;
 	sgl->seg[0] = (struct srnic_seg) {
@@ -356,7 +363,6 @@ static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
 					    const struct srnic_send_wqe *wqe,
 					    const struct srnic_sgl *local)
 {
-	struct srnic_dev *ddev = to_srnic_dev(dest->ibqp.device);
 	bool cmp_swap = wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
 	struct srnic_mr *mr;
 	u64 orig;
@@ -366,9 +372,9 @@ static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
 		return IB_WC_REM_ACCESS_ERR;
 	if (!READ_ONCE(dest->attrs.max_dest_rd_atomic))
 		return IB_WC_REM_INV_REQ_ERR;
-	mr = srnic_mr_lookup(ddev, wqe->atomic.rkey, SRNIC_RKEY,
-			     srnic_resp_pd(dest, xsrq), IB_ACCESS_REMOTE_ATOMIC,
-			     wqe->atomic.remote_addr, SRNIC_ATOMIC_SIZE);
+	mr = srnic_rkey_lookup(dest, srnic_resp_pd(dest, xsrq),
+			       wqe->atomic.rkey, IB_ACCESS_REMOTE_ATOMIC,
+			       wqe->atomic.remote_addr, SRNIC_ATOMIC_SIZE);
 	if (IS_ERR(mr))
 		return IB_WC_REM_ACCESS_ERR;
 	/* compare_add is the compare value, or the addend. */
@@ -425,6 +431,7 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 	switch (wqe->opcode) {
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_SEND_WITH_INV:
 		*status = srnic_local_receive(qp, dest, xsrq, wqe, local, true,
 					      &rnr, &dest_fatal);
 		break;
@@ -515,9 +522,13 @@ bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode)
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 		return true;
+	case IB_WR_BIND_MW:
+	case IB_WR_LOCAL_INV:
+		return true;
 	case IB_WR_RDMA_READ:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
+	case IB_WR_SEND_WITH_INV:
 		return srnic_qp_acked(qp);	/* not on UC */
 	default:
 		return false;
@@ -683,7 +694,9 @@ static bool srnic_req_step(struct srnic_qp *qp)
 	else
 		status = srnic_req_local_sgl(qp, wqe, local);
 	exec = SRNIC_EXEC_DONE;
-	if (status == IB_WC_SUCCESS) {
+	if (status == IB_WC_SUCCESS && srnic_wr_is_local(wqe->opcode)) {
+		status = srnic_mw_local_op(qp, wqe);
+	} else if (status == IB_WC_SUCCESS) {
 		if (qp->req.local_ifindex)
 			exec = srnic_local_execute(qp, wqe, local, &status);
 		else
@@ -856,6 +869,10 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 	if (flags & SRNIC_HDR_IMMDT) {
 		((struct srnic_immdt *)p)->imm = txd->imm;
 		p += sizeof(struct srnic_immdt);
+	}
+	if (flags & SRNIC_HDR_IETH) {
+		srnic_ieth_put((struct srnic_ieth *)p, txd->inv_rkey);
+		p += sizeof(struct srnic_ieth);
 	}
 	if (txd->len) {
 		if (txd->sgl)

@@ -194,7 +194,12 @@ static bool srnic_req_take(struct srnic_qp *qp)
 	rw->status = status;
 	rw->first_psn = req->next_psn;
 	rw->last_psn = req->next_psn;
-	if (status == IB_WC_SUCCESS) {
+	if (status == IB_WC_SUCCESS && srnic_wr_is_local(rw->opcode)) {
+		/* Executed now, in order; it completes after its elders. */
+		rw->status = srnic_mw_local_op(qp, req->wqe);
+		rw->local = true;
+		rw->last_psn = srnic_psn_add(rw->first_psn, SRNIC_PSN_MASK);
+	} else if (status == IB_WC_SUCCESS) {
 		rw->len = req->sgl.len;
 		rw->last_psn = srnic_psn_add(rw->first_psn,
 					     srnic_req_npkts(qp, rw->len) - 1);
@@ -216,6 +221,7 @@ static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
 {
 	bool imm = rw->opcode == IB_WR_SEND_WITH_IMM ||
 		   rw->opcode == IB_WR_RDMA_WRITE_WITH_IMM;
+	bool inv = rw->opcode == IB_WR_SEND_WITH_INV;
 
 	if (rw->opcode == IB_WR_RDMA_READ)
 		return SRNIC_OP_READ_REQUEST;
@@ -223,13 +229,16 @@ static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
 		return SRNIC_OP_CMP_SWAP;
 	if (rw->opcode == IB_WR_ATOMIC_FETCH_AND_ADD)
 		return SRNIC_OP_FETCH_ADD;
-	if (rw->opcode == IB_WR_SEND || rw->opcode == IB_WR_SEND_WITH_IMM) {
+	if (rw->opcode == IB_WR_SEND || rw->opcode == IB_WR_SEND_WITH_IMM ||
+	    inv) {
 		if (first && last)
-			return imm ? SRNIC_OP_SEND_ONLY_IMM : SRNIC_OP_SEND_ONLY;
+			return imm ? SRNIC_OP_SEND_ONLY_IMM :
+			       inv ? SRNIC_OP_SEND_ONLY_INV : SRNIC_OP_SEND_ONLY;
 		if (first)
 			return SRNIC_OP_SEND_FIRST;
 		if (last)
-			return imm ? SRNIC_OP_SEND_LAST_IMM : SRNIC_OP_SEND_LAST;
+			return imm ? SRNIC_OP_SEND_LAST_IMM :
+			       inv ? SRNIC_OP_SEND_LAST_INV : SRNIC_OP_SEND_LAST;
 		return SRNIC_OP_SEND_MIDDLE;
 	}
 	if (first && last)
@@ -313,6 +322,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.va = wqe->rdma.remote_addr;
 			txd.dma_len = rw->len;
 			txd.imm = wqe->imm_data;
+			txd.inv_rkey = wqe->invalidate_rkey;
 			inflight = ((req->send_psn - req->una_psn) &
 				    SRNIC_PSN_MASK) + 1;
 			/* ACKs keep the window moving. */
@@ -831,12 +841,20 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 		struct srnic_req_wqe *rw;
 		unsigned int n;
 
-		/* A WQE that failed locally completes when its turn comes. */
+		/*
+		 * A WQE that failed locally, or a local operation, completes
+		 * when its turn comes.
+		 */
 		if (srnic_req_outstanding(qp)) {
 			rw = srnic_req_wqe_at(qp, srnic_req_head(qp));
 			if (rw->status != IB_WC_SUCCESS) {
 				srnic_req_retire_head(qp, rw->status);
 				return false;
+			}
+			if (rw->local) {
+				if (!srnic_req_retire_head(qp, IB_WC_SUCCESS))
+					return false;
+				continue;
 			}
 		}
 		if (req->send_index == req->next_index &&
@@ -845,6 +863,11 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 		rw = srnic_req_wqe_at(qp, req->send_index);
 		if (rw->status != IB_WC_SUCCESS) {
 			req->send_index = req->next_index;
+			continue;
+		}
+		if (rw->local) {	/* nothing to send */
+			req->send_index++;
+			req->send_psn = srnic_psn_add(rw->last_psn, 1);
 			continue;
 		}
 		n = srnic_req_send_wqe(qp, budget);

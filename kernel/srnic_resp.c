@@ -143,6 +143,10 @@ static void srnic_resp_complete(struct srnic_qp *qp, enum ib_wc_status status,
 		cqe.imm_data = ((const struct srnic_immdt *)
 				(skb->data + pkt->immdt))->imm;
 		cqe.wc_flags = SRNIC_CQE_WITH_IMM;
+	} else if (pkt && pkt->ieth) {
+		cqe.invalidated_rkey = srnic_ieth_get((const struct srnic_ieth *)
+						      (skb->data + pkt->ieth));
+		cqe.wc_flags = SRNIC_CQE_WITH_INV;
 	}
 	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT && !xsrq)
 		return;		/* its SRQ was destroyed meanwhile */
@@ -266,6 +270,17 @@ static enum srnic_resp_verdict srnic_resp_send(struct srnic_qp *qp,
 					SRNIC_NAK_REMOTE_OPERATIONAL_ERROR,
 					IB_WC_LOC_PROT_ERR);
 	resp->offset += pkt->payload_len;
+	/*
+	 * SEND with invalidate (IBTA 9.4.1.1.1): the R_Key is invalidated
+	 * once the data is placed; one that may not be is an invalid
+	 * request (class J, as rxe has it).
+	 */
+	if (pkt->ieth &&
+	    srnic_mw_invalidate(qp, srnic_ieth_get((const struct srnic_ieth *)
+						   (skb->data + pkt->ieth)),
+				true))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
 	if (pkt->flags & SRNIC_OPF_LAST) {
 		srnic_resp_complete(qp, IB_WC_SUCCESS, IB_WC_RECV,
 				    resp->offset, pkt, skb);
@@ -279,7 +294,6 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 						struct sk_buff *skb,
 						const struct srnic_pkt *pkt)
 {
-	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	struct srnic_resp *resp = &qp->resp;
 	enum srnic_resp_verdict v;
 
@@ -310,10 +324,9 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 	if (resp->write_len && !resp->write_mr) {
 		struct srnic_mr *mr;
 
-		mr = srnic_mr_lookup(sdev, resp->write_rkey, SRNIC_RKEY,
-				     srnic_resp_pd(qp, resp->xsrq),
-				     IB_ACCESS_REMOTE_WRITE, resp->write_va,
-				     resp->write_len);
+		mr = srnic_rkey_lookup(qp, srnic_resp_pd(qp, resp->xsrq),
+				       resp->write_rkey, IB_ACCESS_REMOTE_WRITE,
+				       resp->write_va, resp->write_len);
 		if (IS_ERR(mr))
 			return srnic_resp_fatal(qp, pkt,
 						SRNIC_NAK_REMOTE_ACCESS_ERROR,
@@ -355,7 +368,6 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
 				  const struct srnic_pkt *pkt)
 {
-	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	const struct srnic_reth *reth =
 		(const struct srnic_reth *)(skb->data + pkt->reth);
 	struct srnic_resp *resp = &qp->resp;
@@ -368,9 +380,8 @@ static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
 	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_READ))
 		return false;
 	if (len) {
-		mr = srnic_mr_lookup(sdev, be32_to_cpu(reth->rkey), SRNIC_RKEY,
-				     pd,
-				     IB_ACCESS_REMOTE_READ, va, len);
+		mr = srnic_rkey_lookup(qp, pd, be32_to_cpu(reth->rkey),
+				       IB_ACCESS_REMOTE_READ, va, len);
 		if (IS_ERR(mr))
 			return false;
 	}
@@ -491,7 +502,6 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 						 struct sk_buff *skb,
 						 const struct srnic_pkt *pkt)
 {
-	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	struct srnic_resp *resp = &qp->resp;
 	u8 slots = READ_ONCE(qp->attrs.max_dest_rd_atomic);
 	struct srnic_atomic_replay *replay;
@@ -509,9 +519,8 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 					IB_WC_REM_INV_REQ_ERR);
 	srnic_atmeth_get((const struct srnic_atmeth *)(skb->data + pkt->atmeth),
 			 &f);
-	mr = srnic_mr_lookup(sdev, f.rkey, SRNIC_RKEY,
-			     srnic_resp_pd(qp, resp->xsrq),
-			     IB_ACCESS_REMOTE_ATOMIC, f.va, SRNIC_ATOMIC_SIZE);
+	mr = srnic_rkey_lookup(qp, srnic_resp_pd(qp, resp->xsrq), f.rkey,
+			       IB_ACCESS_REMOTE_ATOMIC, f.va, SRNIC_ATOMIC_SIZE);
 	if (IS_ERR(mr))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
 					IB_WC_REM_ACCESS_ERR);
@@ -584,8 +593,9 @@ static enum srnic_resp_verdict srnic_resp_execute(struct srnic_qp *qp,
 	    (!(pkt->flags & SRNIC_OPF_LAST) && !pkt->payload_len))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
-	/* Memory windows and ATOMIC_WRITE come with their own support. */
-	if (pkt->ieth || ((pkt->flags & SRNIC_OPF_ATOMIC) && !pkt->atmeth))
+	/* ATOMIC_WRITE comes with its own support; UC has no IETH. */
+	if ((pkt->ieth && !srnic_qp_acked(qp)) ||
+	    ((pkt->flags & SRNIC_OPF_ATOMIC) && !pkt->atmeth))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
 	if (pkt->atmeth)
@@ -847,10 +857,9 @@ static bool srnic_resp_read_mr(struct srnic_qp *qp)
 	struct srnic_resp *resp = &qp->resp;
 	struct srnic_mr *mr;
 
-	mr = srnic_mr_lookup(to_srnic_dev(qp->ibqp.device), resp->read_rkey,
-			     SRNIC_RKEY, resp->read_pd,
-			     IB_ACCESS_REMOTE_READ, resp->read_va,
-			     resp->read_left);
+	mr = srnic_rkey_lookup(qp, resp->read_pd, resp->read_rkey,
+			       IB_ACCESS_REMOTE_READ, resp->read_va,
+			       resp->read_left);
 	if (!IS_ERR(mr)) {
 		resp->read_mr = mr;
 		return true;

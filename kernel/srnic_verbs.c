@@ -30,6 +30,10 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->max_mr_size = SRNIC_MAX_MR_SIZE;
 	attr->page_size_cap = PAGE_SIZE;
 	attr->max_mr = SRNIC_MAX_MR;
+	/* Type 1 and type 2B windows (srnic_mw.c). */
+	attr->max_mw = SRNIC_MAX_MW;
+	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW |
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->vendor_id = SRNIC_VENDOR_ID;
 	attr->vendor_part_id = SRNIC_VENDOR_PART_ID;
 	attr->hw_ver = SRNIC_ABI_VERSION;
@@ -346,6 +350,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.advise_mr = srnic_advise_mr,
 	.alloc_hw_port_stats = srnic_alloc_hw_port_stats,
 	.alloc_mr = srnic_alloc_mr,
+	.alloc_mw = srnic_alloc_mw,
 	.alloc_pd = srnic_alloc_pd,
 	.alloc_ucontext = srnic_alloc_ucontext,
 	.alloc_xrcd = srnic_alloc_xrcd,
@@ -356,6 +361,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.create_srq = srnic_create_srq,
 	.create_user_ah = srnic_create_ah,
 	.dealloc_driver = srnic_dev_dealloc,
+	.dealloc_mw = srnic_dealloc_mw,
 	.dealloc_pd = srnic_dealloc_pd,
 	.dealloc_ucontext = srnic_dealloc_ucontext,
 	.dealloc_xrcd = srnic_dealloc_xrcd,
@@ -393,6 +399,7 @@ const struct ib_device_ops srnic_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, srnic_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, srnic_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, srnic_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, srnic_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, srnic_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, srnic_srq, ibsrq),

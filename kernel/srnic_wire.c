@@ -313,6 +313,25 @@ void srnic_xrceth_put(struct srnic_xrceth *h, u32 srqn)
 }
 
 /**
+ * srnic_ieth_get() - the R_Key an IETH asks the responder to invalidate
+ * @h: the header, inside an accepted SEND_LAST/ONLY_WITH_INVALIDATE
+ */
+u32 srnic_ieth_get(const struct srnic_ieth *h)
+{
+	return be32_to_cpu(h->rkey);
+}
+
+/**
+ * srnic_ieth_put() - encode an IETH
+ * @h: where it goes in the SEND with invalidate being built
+ * @rkey: the R_Key the responder is to invalidate
+ */
+void srnic_ieth_put(struct srnic_ieth *h, u32 rkey)
+{
+	h->rkey = cpu_to_be32(rkey);
+}
+
+/**
  * srnic_icrc_headers() - start the invariant CRC of a RoCEv2 packet
  * @l3: the IP header (IPv4 without options, or IPv6), followed by UDP
  * @ipv6: whether @l3 is IPv6

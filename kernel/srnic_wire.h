@@ -273,6 +273,11 @@ u32 srnic_xrceth_get(const struct srnic_xrceth *h);
 void srnic_xrceth_put(struct srnic_xrceth *h, u32 srqn);
 void srnic_atmack_put(struct srnic_atmack *h, u64 orig);
 
+/* ---- Invalidate header ---------------------------------------------- */
+
+u32 srnic_ieth_get(const struct srnic_ieth *h);
+void srnic_ieth_put(struct srnic_ieth *h, u32 rkey);
+
 /* ---- Invariant CRC -------------------------------------------------- */
 
 /* Bytes of IP + UDP header the ICRC covers: IPv4 without options, IPv6. */

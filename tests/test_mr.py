@@ -103,7 +103,6 @@ def test_hint_access_flags_are_accepted(pd):
 
 
 @pytest.mark.parametrize("access,code", [
-    (LW | e.IBV_ACCESS_MW_BIND, errno.EOPNOTSUPP),    # no memory windows
     (LW | e.IBV_ACCESS_ZERO_BASED, errno.EOPNOTSUPP),
     # IBV_ACCESS_ON_DEMAND is supported: tests/test_odp.py.
 ])

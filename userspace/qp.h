@@ -76,10 +76,11 @@ static_assert(sizeof(CreateQpResp) ==
 // Send opcodes an RC QP accepts today, indexed by IBV_WR_*.
 inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> rc_send_opcode_supported = [] {
 	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
-	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = true;
+	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = ok[IBV_WR_SEND_WITH_INV] = true;
 	ok[IBV_WR_RDMA_WRITE] = ok[IBV_WR_RDMA_WRITE_WITH_IMM] = true;
 	ok[IBV_WR_RDMA_READ] = true;
 	ok[IBV_WR_ATOMIC_CMP_AND_SWP] = ok[IBV_WR_ATOMIC_FETCH_AND_ADD] = true;
+	ok[IBV_WR_BIND_MW] = ok[IBV_WR_LOCAL_INV] = true;
 	return ok;
 }();
 
@@ -90,11 +91,13 @@ inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> ud_send_opcode_supported =
 	return ok;
 }();
 
-// Send opcodes a UC QP accepts (no READ, no atomics), indexed by IBV_WR_*.
+// Send opcodes a UC QP accepts (no READ, no atomics, no SEND with
+// invalidate: UC has no such packet), indexed by IBV_WR_*.
 inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> uc_send_opcode_supported = [] {
 	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
 	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = true;
 	ok[IBV_WR_RDMA_WRITE] = ok[IBV_WR_RDMA_WRITE_WITH_IMM] = true;
+	ok[IBV_WR_BIND_MW] = ok[IBV_WR_LOCAL_INV] = true;
 	return ok;
 }();
 
@@ -105,6 +108,12 @@ inline constexpr uint32_t atomic_size = 8;
 [[nodiscard]] constexpr bool is_atomic(unsigned int opcode) noexcept
 {
 	return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+// Operations the requester executes locally, sending nothing: no payload.
+[[nodiscard]] constexpr bool is_local_op(unsigned int opcode) noexcept
+{
+	return opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV;
 }
 
 [[nodiscard]] constexpr bool send_state_ok(ibv_qp_state s) noexcept
@@ -153,6 +162,19 @@ inline void encode_send_wqe_atomic(srnic_send_wqe &wqe, uint64_t remote_addr, ui
 	wqe.atomic.rkey = rkey;
 	wqe.atomic.compare_add = compare_add;
 	wqe.atomic.swap = swap;
+}
+
+// A window binding (IBV_WR_BIND_MW, ibv_bind_mw, ibv_wr_bind_mw): the MW by
+// its current rkey, the key it is to have, and the MR range and rights.
+inline void encode_send_wqe_bind(srnic_send_wqe &wqe, const ibv_mw *mw, uint32_t new_rkey,
+				 const ibv_mw_bind_info &info) noexcept
+{
+	wqe.bind.addr = info.addr;
+	wqe.bind.length = info.length;
+	wqe.bind.mr_lkey = info.mr ? info.mr->lkey : 0;
+	wqe.bind.mw_rkey = mw->rkey;
+	wqe.bind.new_rkey = new_rkey;
+	wqe.bind.access = info.mw_access_flags;
 }
 
 // The destination of a UD send.
@@ -250,19 +272,35 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 		return EINVAL;
 	if (is_atomic(opcode) && (wr.num_sge != 1 || wr.sg_list[0].length != atomic_size))
 		return EINVAL;
+	// A type 1 window is bound by ibv_bind_mw() alone (IBTA 10.6.7.2.2).
+	if (opcode == IBV_WR_BIND_MW &&
+	    (!wr.bind_mw.mw || wr.bind_mw.mw->type != IBV_MW_TYPE_2 ||
+	     (wr.bind_mw.bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)))
+		return EINVAL;
 
 	srnic_send_wqe &wqe = encode_send_wqe_header(qp, slot, wr.wr_id,
 						     static_cast<__u8>(opcode), wr.send_flags);
+	if (is_local_op(opcode)) {
+		if (opcode == IBV_WR_BIND_MW)
+			encode_send_wqe_bind(wqe, wr.bind_mw.mw, wr.bind_mw.rkey,
+					     wr.bind_mw.bind_info);
+		else
+			wqe.invalidate_rkey = wr.invalidate_rkey;
+		return 0; // no payload: any SGEs are ignored
+	}
 	if (send_opcode_has_imm(opcode))
 		wqe.imm_data = wr.imm_data;
 	if (qp.type == IBV_QPT_XRC_SEND)
 		wqe.xrc_remote_srqn = wr.qp_type.xrc.remote_srqn;
+	if (opcode == IBV_WR_SEND_WITH_INV)
+		wqe.invalidate_rkey = wr.invalidate_rkey;
 	if (ud)
 		encode_send_wqe_ud(wqe, wr.wr.ud.ah, wr.wr.ud.remote_qpn, wr.wr.ud.remote_qkey);
 	else if (is_atomic(opcode))
 		encode_send_wqe_atomic(wqe, wr.wr.atomic.remote_addr, wr.wr.atomic.rkey,
 				       wr.wr.atomic.compare_add, wr.wr.atomic.swap);
-	else if (opcode != IBV_WR_SEND && opcode != IBV_WR_SEND_WITH_IMM)
+	else if (opcode != IBV_WR_SEND && opcode != IBV_WR_SEND_WITH_IMM &&
+		 opcode != IBV_WR_SEND_WITH_INV)
 		encode_send_wqe_rdma(wqe, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
 
 	if ((wr.send_flags & IBV_SEND_INLINE) && opcode != IBV_WR_RDMA_READ &&

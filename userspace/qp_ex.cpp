@@ -108,6 +108,33 @@ void wr_send_imm(ibv_qp_ex *qpx, __be32 imm_data) noexcept
 		wqe->imm_data = imm_data;
 }
 
+void wr_send_inv(ibv_qp_ex *qpx, uint32_t invalidate_rkey) noexcept
+{
+	if (srnic_send_wqe *wqe = begin_wqe(qp_of(qpx), IBV_WR_SEND_WITH_INV))
+		wqe->invalidate_rkey = invalidate_rkey;
+}
+
+// Binds a type 2 window (a type 1 one is bound by ibv_bind_mw() alone).
+void wr_bind_mw(ibv_qp_ex *qpx, ibv_mw *mw, uint32_t rkey, const ibv_mw_bind_info *info) noexcept
+{
+	Qp &qp = qp_of(qpx);
+	srnic_send_wqe *wqe = begin_wqe(qp, IBV_WR_BIND_MW);
+	if (!wqe)
+		return;
+	if (!mw || mw->type != IBV_MW_TYPE_2 || !info ||
+	    (info->mw_access_flags & IBV_ACCESS_ZERO_BASED)) {
+		fail(qp, EINVAL);
+		return;
+	}
+	encode_send_wqe_bind(*wqe, mw, rkey, *info);
+}
+
+void wr_local_inv(ibv_qp_ex *qpx, uint32_t invalidate_rkey) noexcept
+{
+	if (srnic_send_wqe *wqe = begin_wqe(qp_of(qpx), IBV_WR_LOCAL_INV))
+		wqe->invalidate_rkey = invalidate_rkey;
+}
+
 void wr_rdma_write(ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr) noexcept
 {
 	if (srnic_send_wqe *wqe = begin_wqe(qp_of(qpx), IBV_WR_RDMA_WRITE))
@@ -177,24 +204,28 @@ void wr_set_sge(ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length) n
 	const ibv_sge sge = {.addr = addr, .length = length, .lkey = lkey};
 	Qp &qp = qp_of(qpx);
 	if (srnic_send_wqe *wqe = current_wqe(qp))
-		fail(qp, encode_send_wqe_sges(qp, *wqe, &sge, 1));
+		fail(qp, is_local_op(wqe->opcode) ? EINVAL
+						  : encode_send_wqe_sges(qp, *wqe, &sge, 1));
 }
 
 void wr_set_sge_list(ibv_qp_ex *qpx, size_t num_sge, const ibv_sge *sg_list) noexcept
 {
 	Qp &qp = qp_of(qpx);
 	if (srnic_send_wqe *wqe = current_wqe(qp))
-		fail(qp, encode_send_wqe_sges(qp, *wqe, sg_list, num_sge));
+		fail(qp, is_local_op(wqe->opcode)
+				 ? EINVAL
+				 : encode_send_wqe_sges(qp, *wqe, sg_list, num_sge));
 }
 
-// An RDMA READ has nothing to send: its SGEs are where the data lands.
+// An RDMA READ has nothing to send: its SGEs are where the data lands; a
+// bind or local invalidate has no payload at all.
 template <typename Buf>
 void set_inline(Qp &qp, const Buf *bufs, size_t num_bufs) noexcept
 {
 	srnic_send_wqe *wqe = current_wqe(qp);
 	if (!wqe)
 		return;
-	if (wqe->opcode == IBV_WR_RDMA_READ) {
+	if (wqe->opcode == IBV_WR_RDMA_READ || is_local_op(wqe->opcode)) {
 		fail(qp, EINVAL);
 		return;
 	}
@@ -239,6 +270,12 @@ constexpr SendOpBuilder send_op_builders[] = {
 	 [](ibv_qp_ex &x) noexcept { x.wr_atomic_cmp_swp = wr_atomic_cmp_swp; }},
 	{IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD,
 	 [](ibv_qp_ex &x) noexcept { x.wr_atomic_fetch_add = wr_atomic_fetch_add; }},
+	{IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV,
+	 [](ibv_qp_ex &x) noexcept { x.wr_send_inv = wr_send_inv; }},
+	{IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW,
+	 [](ibv_qp_ex &x) noexcept { x.wr_bind_mw = wr_bind_mw; }},
+	{IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV,
+	 [](ibv_qp_ex &x) noexcept { x.wr_local_inv = wr_local_inv; }},
 };
 
 } // namespace

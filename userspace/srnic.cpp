@@ -9,6 +9,7 @@
 #include "cq_ex.h"
 #include "device.h"
 #include "mr.h"
+#include "mw.h"
 #include "pd.h"
 #include "qp.h"
 #include "srq.h"
@@ -56,8 +57,10 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 // others keep libibverbs' defaults, which fail with EOPNOTSUPP.
 constinit const verbs_context_ops srnic_context_ops = {
 	.advise_mr = srnic::advise_mr,
+	.alloc_mw = srnic::alloc_mw,
 	.alloc_pd = srnic::alloc_pd,
 	.attach_mcast = ibv_cmd_attach_mcast,
+	.bind_mw = srnic::bind_mw,
 	.close_xrcd = srnic::close_xrcd,
 	.create_ah = srnic::create_ah,
 	.create_cq = srnic::create_cq,
@@ -66,6 +69,7 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.create_qp_ex = srnic::create_qp_ex,
 	.create_srq = srnic::create_srq,
 	.create_srq_ex = srnic::create_srq_ex,
+	.dealloc_mw = srnic::dealloc_mw,
 	.dealloc_pd = srnic::dealloc_pd,
 	.dereg_mr = srnic::dereg_mr,
 	.destroy_ah = srnic::destroy_ah,

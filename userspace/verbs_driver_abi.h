@@ -333,6 +333,22 @@ int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
 int ibv_cmd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		      struct ibv_sge *sg_list, uint32_t num_sge);
 
+struct ibv_alloc_mw {
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 pd_handle;
+	__u8 mw_type;
+	__u8 reserved[3];
+};
+
+// Fills cmd and mw (context, pd, rkey, handle, type); returns 0 or a
+// positive errno.
+int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type, struct ibv_mw *mw,
+		     struct ibv_alloc_mw *cmd, size_t cmd_size, struct ib_uverbs_alloc_mw_resp *resp,
+		     size_t resp_size);
+// Returns 0 or a positive errno.
+int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
+
 // ---- Completion queues and queue pairs (driver.h, kern-abi.h) ------------
 
 // libibverbs' wrappers of a provider's CQ and QP (driver.h); the provider
@@ -679,6 +695,10 @@ static_assert(sizeof(struct ibv_reg_mr) ==
 static_assert(offsetof(struct ibv_reg_mr, pd_handle) == 40);
 static_assert(sizeof(struct ibv_reg_mr) == 48);
 static_assert(sizeof(struct ib_uverbs_reg_mr_resp) == 12);
+static_assert(sizeof(struct ibv_alloc_mw) ==
+	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_alloc_mw));
+static_assert(offsetof(struct ibv_alloc_mw, mw_type) == 20);
+static_assert(sizeof(struct ib_uverbs_alloc_mw_resp) == 8);
 static_assert(sizeof(struct ibv_get_context_resp_core) ==
 	      sizeof(struct ib_uverbs_get_context_resp));
 static_assert(alignof(struct ibv_get_context_resp_core) ==

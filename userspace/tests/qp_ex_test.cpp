@@ -29,6 +29,8 @@ constexpr uint64_t kRcOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
 constexpr uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 constexpr uint64_t kAtomicOps =
 	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+constexpr uint64_t kMwOps =
+	IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 
 // A QP with its SQ on fake ring memory, ready to send.
 struct FakeQp {
@@ -87,15 +89,13 @@ class QpExTest : public ::testing::Test
 
 TEST(QpExSupport, FlagsFollowTheOpcodeTables)
 {
-	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_RC), kRcOps | kAtomicOps);
+	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_RC), kRcOps | kAtomicOps | kMwOps);
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_UD), kUdOps);
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_UC), 0u);
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_XRC_SEND), kRcOps | kAtomicOps);
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_XRC_RECV), 0u);
 	// What srnic has no builder for is never offered.
-	for (uint64_t flag : {IBV_QP_EX_WITH_LOCAL_INV, IBV_QP_EX_WITH_BIND_MW,
-			      IBV_QP_EX_WITH_SEND_WITH_INV, IBV_QP_EX_WITH_TSO,
-			      IBV_QP_EX_WITH_ATOMIC_WRITE})
+	for (uint64_t flag : {IBV_QP_EX_WITH_TSO, IBV_QP_EX_WITH_ATOMIC_WRITE})
 		EXPECT_EQ(supported_send_ops_flags(IBV_QPT_RC) & flag, 0u) << flag;
 }
 
@@ -484,6 +484,85 @@ TEST_F(QpExTest, AtomicBuildersEncodeTheAtomicUnion)
 	EXPECT_EQ(fadd.atomic.rkey, 12u);
 	EXPECT_EQ(fadd.atomic.compare_add, 5u);
 	EXPECT_EQ(fadd.atomic.swap, 0u);
+}
+
+// The memory window builders write what post_send writes; a type 1 window
+// (bound by ibv_bind_mw() alone) and payload on a bind fail the batch.
+TEST_F(QpExTest, WindowBuildersWriteWhatPostSendWrites)
+{
+	make(IBV_QPT_RC, kMwOps | IBV_QP_EX_WITH_SEND);
+	ibv_mr mr = {};
+	mr.lkey = 0x1234;
+	ibv_mw mw2 = {};
+	mw2.type = IBV_MW_TYPE_2;
+	mw2.rkey = 0x200107;
+	const ibv_mw_bind_info info = {.mr = &mr,
+				       .addr = 0x5000,
+				       .length = 300,
+				       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE};
+	ibv_wr_start(qpx_);
+	qpx_->wr_id = 1;
+	qpx_->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(qpx_, &mw2, 0x200108, &info);
+	qpx_->wr_id = 2;
+	ibv_wr_local_inv(qpx_, 0x200108);
+	qpx_->wr_id = 3;
+	ibv_wr_send_inv(qpx_, 0x300009);
+	ibv_wr_set_sge(qpx_, 3, 0x9000, 40);
+	ASSERT_EQ(ibv_wr_complete(qpx_), 0);
+	EXPECT_EQ(ex_->published(), 3u);
+
+	const srnic_send_wqe &bind = ex_->wqe(0);
+	EXPECT_EQ(bind.opcode, IBV_WR_BIND_MW);
+	EXPECT_EQ(bind.bind.addr, 0x5000u);
+	EXPECT_EQ(bind.bind.length, 300u);
+	EXPECT_EQ(bind.bind.mr_lkey, 0x1234u);
+	EXPECT_EQ(bind.bind.mw_rkey, 0x200107u);
+	EXPECT_EQ(bind.bind.new_rkey, 0x200108u);
+	EXPECT_EQ(bind.bind.access, unsigned{IBV_ACCESS_REMOTE_WRITE});
+	EXPECT_EQ(bind.num_sge, 0);
+	EXPECT_EQ(ex_->wqe(1).opcode, IBV_WR_LOCAL_INV);
+	EXPECT_EQ(ex_->wqe(1).invalidate_rkey, 0x200108u);
+	EXPECT_EQ(ex_->wqe(2).opcode, IBV_WR_SEND_WITH_INV);
+	EXPECT_EQ(ex_->wqe(2).invalidate_rkey, 0x300009u);
+	EXPECT_EQ(ex_->wqe(2).num_sge, 1);
+
+	ibv_send_wr wr = {};
+	wr.wr_id = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.bind_mw.mw = &mw2;
+	wr.bind_mw.rkey = 0x200108;
+	wr.bind_mw.bind_info = info;
+	post_reference(wr);
+	wr = {};
+	wr.wr_id = 2;
+	wr.send_flags = IBV_SEND_SIGNALED; // wr_flags stay for the batch
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.invalidate_rkey = 0x200108;
+	post_reference(wr);
+	ibv_sge sge = {.addr = 0x9000, .length = 40, .lkey = 3};
+	wr = {};
+	wr.wr_id = 3;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.invalidate_rkey = 0x300009;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	post_reference(wr);
+	for (uint32_t i = 0; i < 3; ++i)
+		expect_same_wqe(i, i == 2 ? sizeof(srnic_sge) : 0);
+
+	ibv_mw mw1 = mw2;
+	mw1.type = IBV_MW_TYPE_1;
+	ibv_wr_start(qpx_);
+	ibv_wr_bind_mw(qpx_, &mw1, 0x200108, &info);
+	EXPECT_EQ(ibv_wr_complete(qpx_), EINVAL);
+	ibv_wr_start(qpx_);
+	ibv_wr_bind_mw(qpx_, &mw2, 0x200108, &info);
+	ibv_wr_set_sge(qpx_, 3, 0x9000, 8);
+	EXPECT_EQ(ibv_wr_complete(qpx_), EINVAL);
+	EXPECT_EQ(ex_->published(), 3u) << "failed batches publish nothing";
 }
 
 } // namespace

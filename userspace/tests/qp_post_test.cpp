@@ -138,7 +138,13 @@ TEST_F(QpPostTest, SendChecks)
 	EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL);
 
 	wr.send_flags = 0;
-	wr.opcode = IBV_WR_LOCAL_INV; // not implemented
+	wr.opcode = IBV_WR_TSO; // not implemented
+	EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL);
+	wr.opcode = IBV_WR_BIND_MW; // without a window
+	EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL);
+	ibv_mw mw1 = {};
+	mw1.type = IBV_MW_TYPE_1; // bound by ibv_bind_mw() alone
+	wr.bind_mw.mw = &mw1;
 	EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL);
 	const unsigned bogus = 200; // not an ibv_wr_opcode: set its bits
 	std::memcpy(&wr.opcode, &bogus, sizeof(bogus));
@@ -201,7 +207,7 @@ TEST_F(QpPostTest, UdSendChecks)
 	// Only SEND and SEND with immediate exist on UD.
 	for (ibv_wr_opcode op : {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
 				 IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
-				 IBV_WR_SEND_WITH_INV}) {
+				 IBV_WR_SEND_WITH_INV, IBV_WR_BIND_MW, IBV_WR_LOCAL_INV}) {
 		wr.opcode = op;
 		bad = nullptr;
 		EXPECT_EQ(post_send(ibqp(), &wr, &bad), EINVAL) << op;

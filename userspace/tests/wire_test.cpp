@@ -191,6 +191,30 @@ TEST(WireAtomic, AtomicAckCarriesTheOriginalValueAfterTheAeth)
 	EXPECT_TRUE(pkt.flags & SRNIC_OPF_RESPONSE);
 }
 
+TEST(WireInvalidate, IethFollowsTheBthOfSendWithInvalidate)
+{
+	for (uint8_t op : {SRNIC_OP_SEND_ONLY_INV, SRNIC_OP_SEND_LAST_INV}) {
+		auto send = make_packet(rc(op), 8);
+		srnic_pkt pkt;
+		ASSERT_EQ(srnic_parse_transport(send.data(), send.size(), &pkt), SRNIC_PARSE_OK);
+		ASSERT_EQ(pkt.ieth, 12);
+		EXPECT_EQ(pkt.hdr_len, 16u);
+		EXPECT_EQ(pkt.payload_len, 8u);
+		EXPECT_TRUE(pkt.flags & SRNIC_OPF_SEND);
+		EXPECT_TRUE(pkt.flags & SRNIC_OPF_LAST);
+		srnic_ieth_put(reinterpret_cast<srnic_ieth *>(send.data() + pkt.ieth), 0x12345678u);
+		const std::array<uint8_t, 4> wire = {0x12, 0x34, 0x56, 0x78};
+		EXPECT_TRUE(std::equal(wire.begin(), wire.end(), send.begin() + 12));
+		EXPECT_EQ(srnic_ieth_get(reinterpret_cast<const srnic_ieth *>(send.data() +
+									      pkt.ieth)),
+			  0x12345678u);
+	}
+	// UC has no SEND with invalidate.
+	auto uc = make_packet(SRNIC_OPCODE(SRNIC_TRANSPORT_UC, SRNIC_OP_SEND_ONLY_INV), 8);
+	srnic_pkt pkt;
+	EXPECT_EQ(srnic_parse_transport(uc.data(), uc.size(), &pkt), SRNIC_PARSE_BAD_OPCODE);
+}
+
 TEST(WireParse, RejectsMalformedPackets)
 {
 	srnic_pkt pkt;

@@ -203,6 +203,21 @@ struct srnic_send_wqe {
 			__u32 remote_qkey;
 			__u32 reserved;
 		} ud;
+		/*
+		 * IBV_WR_BIND_MW (type 2, or a type 1 ibv_bind_mw()): bind
+		 * the MW whose current rkey is mw_rkey to [addr, addr +
+		 * length) of the MR mr_lkey, with IBV_ACCESS_* flags
+		 * access; the MW's rkey becomes its index with the low
+		 * byte of new_rkey.
+		 */
+		struct {
+			__aligned_u64 addr;
+			__aligned_u64 length;
+			__u32 mr_lkey;
+			__u32 mw_rkey;
+			__u32 new_rkey;
+			__u32 access;
+		} bind;
 	};
 	__aligned_u64 reserved1;
 };
