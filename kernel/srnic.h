@@ -948,6 +948,7 @@ u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
 		      const char *what, u32 num);
 u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq);
 void srnic_wq_pop(struct srnic_wq *rq, void *wqe);
+bool srnic_wq_pop_fit(struct srnic_wq *rq, void *wqe, u64 len);
 void srnic_qp_task_flush(struct srnic_qp *qp);
 int srnic_wq_post_recv(struct srnic_wq *wq, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
@@ -964,7 +965,8 @@ int srnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int srnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int srnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
-bool srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe);
+int srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe,
+		   u64 len);
 void srnic_srq_qp_error(struct srnic_qp *qp);
 void srnic_srq_qp_flushed(struct srnic_qp *qp);
 
@@ -982,6 +984,8 @@ enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 				      const struct srnic_send_wqe *wqe,
 				      struct srnic_sgl *sgl);
 bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
+int srnic_rq_take_fit(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe,
+		      u64 len);
 void srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 		       u32 len);
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);

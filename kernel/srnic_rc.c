@@ -183,21 +183,40 @@ static struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp)
  */
 bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe)
 {
+	return !srnic_rq_take_fit(qp, rwqe, 0);
+}
+
+/**
+ * srnic_rq_take_fit() - srnic_rq_take() of a WQE whose buffers hold @len
+ * @qp: the responder QP
+ * @rwqe: where to copy it (SRNIC_MAX_RQ_ENTRY_SIZE bytes)
+ * @len: the message's length; 0: whatever the WQE's buffers hold
+ *
+ * For a UC message too long for the next receive WQE, which IBTA's
+ * unreliable services drop without consuming the WQE (as rxe does).
+ *
+ * Return: 0, -ENOENT when the queue is empty or the QP is in the error
+ * state, -EMSGSIZE when the next WQE's SGEs add up to less than @len (the
+ * WQE stays posted).
+ */
+int srnic_rq_take_fit(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe,
+		      u64 len)
+{
 	struct srnic_wq *rq = &qp->rq;
 	unsigned long flags;
+	int err = 0;
 
 	if (qp->ibqp.srq)
-		return READ_ONCE(qp->state) != IB_QPS_ERR &&
-		       srnic_srq_take(to_srnic_srq(qp->ibqp.srq), rwqe);
+		return READ_ONCE(qp->state) == IB_QPS_ERR ? -ENOENT :
+		       srnic_srq_take(to_srnic_srq(qp->ibqp.srq), rwqe, len);
 	spin_lock_irqsave(&rq->lock, flags);
 	if (srnic_wq_read_producer(qp, rq) == rq->consumer ||
-	    READ_ONCE(qp->state) == IB_QPS_ERR) {
-		spin_unlock_irqrestore(&rq->lock, flags);
-		return false;
-	}
-	srnic_wq_pop(rq, rwqe);
+	    READ_ONCE(qp->state) == IB_QPS_ERR)
+		err = -ENOENT;
+	else if (!srnic_wq_pop_fit(rq, rwqe, len))
+		err = -EMSGSIZE;
 	spin_unlock_irqrestore(&rq->lock, flags);
-	return true;
+	return err;
 }
 
 static bool srnic_responder_ready(struct srnic_qp *dest)
@@ -235,7 +254,9 @@ static int srnic_post_recv_cqe(struct srnic_qp *dest, u64 wr_id,
  * Consume the responder's next receive WQE for the message of @wqe and,
  * with @deliver_payload, scatter @src into it. Sets *@rnr when the RQ is
  * empty, *@dest_fatal when the responder must enter the error state.
- * Returns the requester's status.
+ * Returns the requester's status. A UC SEND longer than the WQE's buffers
+ * leaves the WQE posted and returns IB_WC_REM_INV_REQ_ERR without
+ * *@dest_fatal: srnic_local_execute() drops it as the wire responder does.
  */
 static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 					     struct srnic_qp *dest,
@@ -251,9 +272,14 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	u8 opcode = deliver_payload ? IB_WC_RECV : IB_WC_RECV_RDMA_WITH_IMM;
 	struct srnic_wq *rq = srnic_qp_recv_wq(dest);
 	enum ib_wc_status rstatus;
+	int err;
 
 	/* Only taking the WQE is serialised; the copy runs unlocked. */
-	if (!srnic_rq_take(dest, rwqe)) {
+	err = srnic_rq_take_fit(dest, rwqe, deliver_payload &&
+				!srnic_qp_acked(qp) ? src->len : 0);
+	if (err == -EMSGSIZE)
+		return IB_WC_REM_INV_REQ_ERR;
+	if (err) {
 		*rnr = true;
 		return IB_WC_SUCCESS;
 	}
@@ -423,7 +449,8 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 	/*
 	 * A responder that detected an error goes to the error state. A UC
 	 * responder drops a message with a remote error (bad R_Key, no
-	 * receive WQE) silently, and a UC requester learns of nothing.
+	 * receive WQE, a SEND too long for the receive WQE, which stays)
+	 * silently, and a UC requester learns of nothing.
 	 */
 	if (!srnic_qp_acked(qp)) {
 		if (rnr || (*status != IB_WC_SUCCESS && !dest_fatal))

@@ -25,9 +25,10 @@
  * not the expected PSN, or out of the message's opcode sequence, drops the
  * message in progress (its receive WQE stays for the next message, without
  * a completion) and everything up to the next FIRST or ONLY, where the PSN
- * resynchronises. A message with a remote error (R_Key, length) or no
- * receive WQE is dropped the same way, counted, and the QP carries on;
- * errors of the receive WQE itself move the QP to the error state as on RC.
+ * resynchronises. A message with a remote error (R_Key, length, a SEND
+ * longer than its receive WQE) or no receive WQE is dropped the same way,
+ * counted, and the QP carries on; errors of the receive WQE itself (SGEs,
+ * MRs) move the QP to the error state as on RC.
  */
 
 #include <linux/highmem.h>
@@ -142,14 +143,14 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 	struct srnic_resp *resp = &qp->resp;
 
 	/*
-	 * UC: a remote error drops the message silently; the receive WQE's
-	 * own errors (bad SGEs, a SEND too long for it) are fatal as on RC,
-	 * without the NAK.
+	 * UC: a remote error drops the message silently, and so does a SEND
+	 * longer than its receive WQE (IBTA's unreliable services, rxe's
+	 * RESPST_ERR_LENGTH: the WQE stays for the next message, the QP
+	 * carries on); the receive WQE's own errors (bad SGEs, an MR that is
+	 * gone) are fatal as on RC, without the NAK.
 	 */
 	if (!srnic_qp_acked(qp)) {
-		if (nak != SRNIC_NAK_REMOTE_OPERATIONAL_ERROR &&
-		    !(recv_status == IB_WC_LOC_LEN_ERR &&
-		      resp->msg == SRNIC_RESP_SEND))
+		if (nak != SRNIC_NAK_REMOTE_OPERATIONAL_ERROR)
 			return SRNIC_RESP_DROP;
 		resp->fatal_event = IB_EVENT_QP_FATAL;
 		if (resp->have_rwqe)
