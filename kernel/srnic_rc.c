@@ -313,7 +313,11 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 					       IB_WC_REM_OP_ERR;
 }
 
-/* The responder's MR for an RDMA WRITE or READ, checked as IBTA says. */
+/*
+ * The responder's MR for an RDMA WRITE or READ, checked as the wire
+ * responder checks it: an operation the QP does not enable is an invalid
+ * request, a bad R_Key or range a remote access error.
+ */
 static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
 					  const struct srnic_send_wqe *wqe,
 					  u64 len, int access,
@@ -325,7 +329,7 @@ static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
 	sgl->num = 0;
 	sgl->len = 0;
 	if (!(READ_ONCE(dest->attrs.access_flags) & access))
-		return IB_WC_REM_ACCESS_ERR;
+		return IB_WC_REM_INV_REQ_ERR;
 	if (!len)
 		return IB_WC_SUCCESS;
 	mr = srnic_mr_lookup(ddev, wqe->rdma.rkey, SRNIC_RKEY,
@@ -357,7 +361,7 @@ static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
 	int err;
 
 	if (!(READ_ONCE(dest->attrs.access_flags) & IB_ACCESS_REMOTE_ATOMIC))
-		return IB_WC_REM_ACCESS_ERR;
+		return IB_WC_REM_INV_REQ_ERR;
 	if (!READ_ONCE(dest->attrs.max_dest_rd_atomic))
 		return IB_WC_REM_INV_REQ_ERR;
 	mr = srnic_mr_lookup(ddev, wqe->atomic.rkey, SRNIC_RKEY,

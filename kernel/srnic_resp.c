@@ -171,6 +171,19 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 	return SRNIC_RESP_FATAL;
 }
 
+/*
+ * Does the QP's access (IB_QP_ACCESS_FLAGS) enable RDMA WRITE, READ or
+ * atomics (@access: IB_ACCESS_REMOTE_*)? A request for one it does not is
+ * an invalid request (NAK, IB_WC_REM_INV_REQ_ERR at the requester; UC
+ * drops the message), as rxe's check_op_valid() treats it; a remote
+ * access error is the MR's and the R_Key's: the memory's access rights,
+ * bounds, protection domain.
+ */
+static bool srnic_resp_qp_allows(struct srnic_qp *qp, int access)
+{
+	return READ_ONCE(qp->attrs.access_flags) & access;
+}
+
 /* Take a receive WQE for a SEND or a WRITE with immediate data. */
 static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
 						    const struct srnic_pkt *pkt)
@@ -246,9 +259,10 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 	struct srnic_resp *resp = &qp->resp;
 	enum srnic_resp_verdict v;
 
-	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_WRITE))
-		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
-					IB_WC_REM_ACCESS_ERR);
+	/* An operation the QP does not allow (srnic_resp_qp_allows()). */
+	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_WRITE))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
 	if (pkt->flags & SRNIC_OPF_FIRST) {
 		const struct srnic_reth *reth =
 			(const struct srnic_reth *)(skb->data + pkt->reth);
@@ -324,7 +338,7 @@ static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
 	u32 mtu = srnic_qp_mtu(qp);
 	struct srnic_mr *mr = NULL;
 
-	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_READ))
+	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_READ))
 		return false;
 	if (len) {
 		mr = srnic_mr_lookup(sdev, be32_to_cpu(reth->rkey), SRNIC_RKEY,
@@ -354,6 +368,9 @@ static enum srnic_resp_verdict srnic_resp_read(struct srnic_qp *qp,
 {
 	struct srnic_resp *resp = &qp->resp;
 
+	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_READ))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
 	resp->msn++;
 	if (!srnic_resp_start_read(qp, skb, pkt)) {
 		resp->msn--;
@@ -451,9 +468,9 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 	u64 orig;
 	int err;
 
-	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_ATOMIC))
-		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
-					IB_WC_REM_ACCESS_ERR);
+	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_ATOMIC))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
 	/* No responder resource to remember it by. */
 	if (!slots)
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,

@@ -480,6 +480,50 @@ def test_remote_access_error(rc, case):
     assert target.read(size, 0) == guard
 
 
+QP_ACCESS = {
+    # (opcode, the responder QP's access flags: all but the one it needs)
+    "write": (e.IBV_WR_RDMA_WRITE, e.IBV_ACCESS_LOCAL_WRITE
+              | e.IBV_ACCESS_REMOTE_READ),
+    "write-imm": (e.IBV_WR_RDMA_WRITE_WITH_IMM, e.IBV_ACCESS_LOCAL_WRITE
+                  | e.IBV_ACCESS_REMOTE_READ),
+    "read": (e.IBV_WR_RDMA_READ, e.IBV_ACCESS_LOCAL_WRITE
+             | e.IBV_ACCESS_REMOTE_WRITE),
+}
+
+
+@pytest.mark.parametrize("case", list(QP_ACCESS))
+def test_qp_access_invalid_request(topology, case):
+    """The responder QP does not enable the operation (IB_QP_ACCESS_FLAGS)
+    although the MR does: an invalid request, IBV_WC_REM_INV_REQ_ERR at
+    the requester, as rxe answers it (check_op_valid()); a remote access
+    error is the MR's and the R_Key's (test_remote_access_error). Both QPs
+    end in the error state, the target memory untouched. (srnic answered
+    a remote access error before.)"""
+    opcode, qp_access = QP_ACCESS[case]
+    p = connected(topology, qp_access=qp_access)
+    try:
+        a, b = p.a, p.b
+        size = 256
+        target, local = b.mr(size), a.mr(size)
+        guard = payload(size)
+        target.write(guard, size)
+        local.write(payload(size), size)
+        b.qp.post_recv(recv_wr(50, [sge(b.mr(64))]))
+        a.qp.post_send(send_wr(51, opcode, [sge(local)], remote=(target, 0),
+                               imm=7 if "imm" in case else 0))
+        wc = a.poll()[0]
+        assert wc.wr_id == 51
+        assert wc.status == e.IBV_WC_REM_INV_REQ_ERR, status_name(wc.status)
+        a.wait_state(ERR)
+        b.wait_state(ERR)
+        wc = b.poll()[0]
+        assert (wc.wr_id, wc.status) == (50, e.IBV_WC_WR_FLUSH_ERR), \
+            status_name(wc.status)
+        assert target.read(size, 0) == guard
+    finally:
+        p.close()
+
+
 def test_error_state_flushes_outstanding(topology):
     """Sends stuck behind RNR (no receive at the peer, infinite RNR retry)
     and posted receives are flushed with IBV_WC_WR_FLUSH_ERR, in order,
