@@ -755,6 +755,10 @@ struct srnic_path {
  * @last_wqe_pending: the QP, attached to an SRQ, entered the error state;
  *		      its task reports IB_EVENT_QP_LAST_WQE_REACHED once it
  *		      has flushed the receive WQE it held
+ * @wire_reset: the QP entered RESET since its task last ran: the task
+ *		forgets the old connection's requester and responder state
+ *		(srnic_rc_reset()) before anything else, whatever state the
+ *		QP is in by then (it may be back in RTS: see srnic_qp_run())
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -773,6 +777,7 @@ struct srnic_qp {
 	struct srnic_path path;
 	struct sk_buff_head rxq;
 	atomic_t last_wqe_pending;
+	atomic_t wire_reset;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)

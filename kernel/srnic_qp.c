@@ -631,6 +631,13 @@ static void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 		srnic_wq_discard(qp, &qp->sq);
 		srnic_wq_discard(qp, &qp->rq);
 		atomic_set(&qp->last_wqe_pending, 0);
+		/*
+		 * The old connection's packets go now (the receive path queues
+		 * none in RESET); its wire state goes at the task's next run,
+		 * which may come only after the QP is back in RTS.
+		 */
+		skb_queue_purge(&qp->rxq);
+		atomic_set(&qp->wire_reset, 1);
 		rdma_destroy_ah_attr(&qp->attrs.ah_attr);
 		memset(&qp->attrs, 0, sizeof(qp->attrs));
 		break;

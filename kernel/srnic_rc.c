@@ -931,7 +931,23 @@ static bool srnic_qp_work(struct srnic_qp *qp)
 static bool srnic_qp_run(struct srnic_engine_task *task)
 {
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
-	bool more = srnic_qp_work(qp);
+	bool more;
+
+	/*
+	 * The QP went through RESET since the last run. Its task need not
+	 * have run meanwhile (its engine was busy with another QP, or the
+	 * consumer is quick): the QP may already be back in RTR or RTS, and
+	 * a receive WQE, a message in progress, a READ being answered or
+	 * atomics to replay of the old connection must not meet the new
+	 * one's packets. Packets of the new one stay queued.
+	 */
+	if (atomic_xchg(&qp->wire_reset, 0)) {
+		/* RESET discarded the receive WQE held: no flush completion. */
+		qp->resp.have_rwqe = false;
+		srnic_req_reset(qp);
+		srnic_resp_reset(qp);
+	}
+	more = srnic_qp_work(qp);
 
 	srnic_req_put_mrs(qp);
 	srnic_resp_put_mrs(qp);
