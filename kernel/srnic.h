@@ -755,10 +755,11 @@ struct srnic_path {
  * @last_wqe_pending: the QP, attached to an SRQ, entered the error state;
  *		      its task reports IB_EVENT_QP_LAST_WQE_REACHED once it
  *		      has flushed the receive WQE it held
- * @wire_reset: the QP entered RESET since its task last ran: the task
- *		forgets the old connection's requester and responder state
- *		(srnic_rc_reset()) before anything else, whatever state the
- *		QP is in by then (it may be back in RTS: see srnic_qp_run())
+ * @wire_reset: the QP entered RESET since its task last ran: an RC or UC
+ *		QP's task forgets the old connection's requester and
+ *		responder state before anything else, whatever state the QP
+ *		is in by then (it may be back in RTS: see srnic_qp_run()); a
+ *		UD QP keeps none beyond its queued packets, purged at RESET
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
