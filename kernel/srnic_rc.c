@@ -193,7 +193,8 @@ bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe)
  * @len: the message's length; 0: whatever the WQE's buffers hold
  *
  * For a UC message too long for the next receive WQE, which IBTA's
- * unreliable services drop without consuming the WQE (as rxe does).
+ * unreliable services drop without consuming the WQE (rxe's error table:
+ * RESPST_ERR_LENGTH for UC).
  *
  * Return: 0, -ENOENT when the queue is empty or the QP is in the error
  * state, -EMSGSIZE when the next WQE's SGEs add up to less than @len (the
