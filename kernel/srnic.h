@@ -853,6 +853,11 @@ struct srnic_path {
  *		      its task reports IB_EVENT_QP_LAST_WQE_REACHED once it
  *		      has flushed the receive WQE it held
  * @xrcd: XRC_TGT: the XRC domain whose SRQs the QP's requests may name
+ * @wire_reset: the QP entered RESET since its task last ran: an RC or UC
+ *		QP's task forgets the old connection's requester and
+ *		responder state before anything else, whatever state the QP
+ *		is in by then (it may be back in RTS: see srnic_qp_run()); a
+ *		UD QP keeps none beyond its queued packets, purged at RESET
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -872,6 +877,7 @@ struct srnic_qp {
 	struct sk_buff_head rxq;
 	atomic_t last_wqe_pending;
 	struct srnic_xrcd *xrcd;
+	atomic_t wire_reset;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
@@ -1148,6 +1154,7 @@ u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
 		      const char *what, u32 num);
 u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq);
 void srnic_wq_pop(struct srnic_wq *rq, void *wqe);
+bool srnic_wq_pop_fit(struct srnic_wq *rq, void *wqe, u64 len);
 void srnic_qp_task_flush(struct srnic_qp *qp);
 int srnic_wq_post_recv(struct srnic_wq *wq, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
@@ -1164,7 +1171,8 @@ int srnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int srnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int srnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
-bool srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe);
+int srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe,
+		   u64 len);
 struct srnic_srq *srnic_xrc_srq_get(struct srnic_qp *qp, u32 srqn);
 void srnic_srq_put(struct srnic_srq *srq);
 int srnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
@@ -1186,8 +1194,10 @@ enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 				      const struct srnic_send_wqe *wqe,
 				      struct srnic_sgl *sgl);
 bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
-bool srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
-			struct srnic_recv_wqe *rwqe);
+int srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
+		       struct srnic_recv_wqe *rwqe, u64 len);
+int srnic_rq_take_fit(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe,
+		      u64 len);
 int srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 		      u32 len);
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);

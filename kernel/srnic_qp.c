@@ -207,11 +207,41 @@ u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
  */
 void srnic_wq_pop(struct srnic_wq *rq, void *wqe)
 {
+	srnic_wq_pop_fit(rq, wqe, 0);
+}
+
+/**
+ * srnic_wq_pop_fit() - srnic_wq_pop() if the entry's buffers hold @len bytes
+ * @rq: an RQ or SRQ holding at least one entry, its lock held
+ * @wqe: where to copy it (the ring's entry size); copied in any case
+ * @len: the message's length; 0 takes the entry whatever its SGEs
+ *
+ * The sum of the copy's SGE lengths is what srnic_sgl_get() makes of them
+ * when their MRs are good. An entry with more SGEs than the queue allows is
+ * taken: it is the WQE's own error, which the caller reports.
+ *
+ * Return: whether the entry was taken; if not, it stays at the consumer
+ * index for the next message.
+ */
+bool srnic_wq_pop_fit(struct srnic_wq *rq, void *wqe, u64 len)
+{
+	const struct srnic_recv_wqe *rwqe = wqe;
+	const struct srnic_sge *sge = (const struct srnic_sge *)(rwqe + 1);
+	u64 room = 0;
+	unsigned int i;
+
 	memcpy(wqe, srnic_queue_entry(&rq->ring, rq->consumer),
 	       rq->ring.entry_size);
+	if (len && rwqe->num_sge <= rq->max_sge) {
+		for (i = 0; i < rwqe->num_sge; i++)
+			room += sge[i].length;
+		if (room < len)
+			return false;
+	}
 	rq->consumer++;
 	/* Done reading the slot: the producer may reuse it. */
 	smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
+	return true;
 }
 
 /* srnic_wq_producer() of a QP's SQ or RQ. */
@@ -628,6 +658,13 @@ static void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 		srnic_wq_discard(qp, &qp->sq);
 		srnic_wq_discard(qp, &qp->rq);
 		atomic_set(&qp->last_wqe_pending, 0);
+		/*
+		 * The old connection's packets go now (the receive path queues
+		 * none in RESET); its wire state goes at the task's next run,
+		 * which may come only after the QP is back in RTS.
+		 */
+		skb_queue_purge(&qp->rxq);
+		atomic_set(&qp->wire_reset, 1);
 		rdma_destroy_ah_attr(&qp->attrs.ah_attr);
 		memset(&qp->attrs, 0, sizeof(qp->attrs));
 		break;

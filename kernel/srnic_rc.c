@@ -194,21 +194,41 @@ static struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp)
  */
 bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe)
 {
+	return !srnic_rq_take_fit(qp, rwqe, 0);
+}
+
+/**
+ * srnic_rq_take_fit() - srnic_rq_take() of a WQE whose buffers hold @len
+ * @qp: the responder QP
+ * @rwqe: where to copy it (SRNIC_MAX_RQ_ENTRY_SIZE bytes)
+ * @len: the message's length; 0: whatever the WQE's buffers hold
+ *
+ * For a UC message too long for the next receive WQE, which IBTA's
+ * unreliable services drop without consuming the WQE (rxe's error table:
+ * RESPST_ERR_LENGTH for UC).
+ *
+ * Return: 0, -ENOENT when the queue is empty or the QP is in the error
+ * state, -EMSGSIZE when the next WQE's SGEs add up to less than @len (the
+ * WQE stays posted).
+ */
+int srnic_rq_take_fit(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe,
+		      u64 len)
+{
 	struct srnic_wq *rq = &qp->rq;
 	unsigned long flags;
+	int err = 0;
 
 	if (qp->ibqp.srq)
-		return READ_ONCE(qp->state) != IB_QPS_ERR &&
-		       srnic_srq_take(to_srnic_srq(qp->ibqp.srq), rwqe);
+		return READ_ONCE(qp->state) == IB_QPS_ERR ? -ENOENT :
+		       srnic_srq_take(to_srnic_srq(qp->ibqp.srq), rwqe, len);
 	spin_lock_irqsave(&rq->lock, flags);
 	if (srnic_wq_read_producer(qp, rq) == rq->consumer ||
-	    READ_ONCE(qp->state) == IB_QPS_ERR) {
-		spin_unlock_irqrestore(&rq->lock, flags);
-		return false;
-	}
-	srnic_wq_pop(rq, rwqe);
+	    READ_ONCE(qp->state) == IB_QPS_ERR)
+		err = -ENOENT;
+	else if (!srnic_wq_pop_fit(rq, rwqe, len))
+		err = -EMSGSIZE;
 	spin_unlock_irqrestore(&rq->lock, flags);
-	return true;
+	return err;
 }
 
 /**
@@ -216,15 +236,18 @@ bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe)
  * @qp: the responder QP
  * @xsrq: for an XRC_TGT QP, the XRC SRQ the request names; NULL for others
  * @rwqe: as for srnic_rq_take()
+ * @len: as for srnic_rq_take_fit()
  *
- * Return: false when the queue is empty or the QP is in the error state.
+ * Return: as srnic_rq_take_fit().
  */
-bool srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
-			struct srnic_recv_wqe *rwqe)
+int srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
+		       struct srnic_recv_wqe *rwqe, u64 len)
 {
 	if (!xsrq)
-		return srnic_rq_take(qp, rwqe);
-	return READ_ONCE(qp->state) != IB_QPS_ERR && srnic_srq_take(xsrq, rwqe);
+		return srnic_rq_take_fit(qp, rwqe, len);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		return -ENOENT;
+	return srnic_srq_take(xsrq, rwqe, len);
 }
 
 static bool srnic_responder_ready(struct srnic_qp *dest)
@@ -266,7 +289,10 @@ static int srnic_post_recv_cqe(struct srnic_qp *dest, struct srnic_srq *xsrq,
  * Consume the responder's next receive WQE for the message of @wqe (from
  * @xsrq for an XRC_TGT responder) and, with @deliver_payload, scatter @src
  * into it. Sets *@rnr when the RQ is empty, *@dest_fatal when the
- * responder must enter the error state. Returns the requester's status.
+ * responder must enter the error state. Returns the requester's status. A
+ * UC SEND longer than the WQE's buffers leaves the WQE posted and returns
+ * IB_WC_REM_INV_REQ_ERR without *@dest_fatal: srnic_local_execute() drops
+ * it as the wire responder does.
  */
 static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 					     struct srnic_qp *dest,
@@ -283,9 +309,14 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	u8 opcode = deliver_payload ? IB_WC_RECV : IB_WC_RECV_RDMA_WITH_IMM;
 	struct srnic_wq *rq = srnic_resp_wq(dest, xsrq);
 	enum ib_wc_status rstatus;
+	int err;
 
 	/* Only taking the WQE is serialised; the copy runs unlocked. */
-	if (!srnic_resp_rq_take(dest, xsrq, rwqe)) {
+	err = srnic_resp_rq_take(dest, xsrq, rwqe, deliver_payload &&
+				 !srnic_qp_acked(qp) ? src->len : 0);
+	if (err == -EMSGSIZE)
+		return IB_WC_REM_INV_REQ_ERR;
+	if (err) {
 		*rnr = true;
 		return IB_WC_SUCCESS;
 	}
@@ -326,7 +357,11 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 						  IB_WC_REM_OP_ERR;
 }
 
-/* The responder's MR for an RDMA WRITE or READ, checked as IBTA says. */
+/*
+ * The responder's MR for an RDMA WRITE or READ, checked as the wire
+ * responder checks it: an operation the QP does not enable is an invalid
+ * request, a bad R_Key or range a remote access error.
+ */
 static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
 					  struct srnic_srq *xsrq,
 					  const struct srnic_send_wqe *wqe,
@@ -338,7 +373,7 @@ static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
 	sgl->num = 0;
 	sgl->len = 0;
 	if (!(READ_ONCE(dest->attrs.access_flags) & access))
-		return IB_WC_REM_ACCESS_ERR;
+		return IB_WC_REM_INV_REQ_ERR;
 	if (!len)
 		return IB_WC_SUCCESS;
 	mr = srnic_rkey_lookup(dest, srnic_resp_pd(dest, xsrq), wqe->rdma.rkey,
@@ -369,7 +404,7 @@ static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
 	int err;
 
 	if (!(READ_ONCE(dest->attrs.access_flags) & IB_ACCESS_REMOTE_ATOMIC))
-		return IB_WC_REM_ACCESS_ERR;
+		return IB_WC_REM_INV_REQ_ERR;
 	if (!READ_ONCE(dest->attrs.max_dest_rd_atomic))
 		return IB_WC_REM_INV_REQ_ERR;
 	mr = srnic_rkey_lookup(dest, srnic_resp_pd(dest, xsrq),
@@ -482,7 +517,8 @@ executed:
 	/*
 	 * A responder that detected an error goes to the error state. A UC
 	 * responder drops a message with a remote error (bad R_Key, no
-	 * receive WQE) silently, and a UC requester learns of nothing.
+	 * receive WQE, a SEND too long for the receive WQE, which stays)
+	 * silently, and a UC requester learns of nothing.
 	 */
 	if (!srnic_qp_acked(qp)) {
 		if (rnr || (*status != IB_WC_SUCCESS && !dest_fatal))
@@ -993,7 +1029,23 @@ static bool srnic_qp_work(struct srnic_qp *qp)
 static bool srnic_qp_run(struct srnic_engine_task *task)
 {
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
-	bool more = srnic_qp_work(qp);
+	bool more;
+
+	/*
+	 * The QP went through RESET since the last run. Its task need not
+	 * have run meanwhile (its engine was busy with another QP, or the
+	 * consumer is quick): the QP may already be back in RTR or RTS, and
+	 * a receive WQE, a message in progress, a READ being answered or
+	 * atomics to replay of the old connection must not meet the new
+	 * one's packets. Packets of the new one stay queued.
+	 */
+	if (atomic_xchg(&qp->wire_reset, 0)) {
+		/* RESET discarded the receive WQE held: no flush completion. */
+		qp->resp.have_rwqe = false;
+		srnic_req_reset(qp);
+		srnic_resp_reset(qp);
+	}
+	more = srnic_qp_work(qp);
 
 	srnic_req_put_mrs(qp);
 	srnic_resp_put_mrs(qp);

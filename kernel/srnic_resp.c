@@ -25,9 +25,10 @@
  * not the expected PSN, or out of the message's opcode sequence, drops the
  * message in progress (its receive WQE stays for the next message, without
  * a completion) and everything up to the next FIRST or ONLY, where the PSN
- * resynchronises. A message with a remote error (R_Key, length) or no
- * receive WQE is dropped the same way, counted, and the QP carries on;
- * errors of the receive WQE itself move the QP to the error state as on RC.
+ * resynchronises. A message with a remote error (R_Key, length, a SEND
+ * longer than its receive WQE) or no receive WQE is dropped the same way,
+ * counted, and the QP carries on; errors of the receive WQE itself (SGEs,
+ * MRs) move the QP to the error state as on RC.
  *
  * An XRC_TGT QP responds as RC does, with XRC opcodes, but has no receive
  * queue, PD or CQ of its own: each request's XRCETH names an XRC SRQ of
@@ -180,14 +181,14 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 	struct srnic_resp *resp = &qp->resp;
 
 	/*
-	 * UC: a remote error drops the message silently; the receive WQE's
-	 * own errors (bad SGEs, a SEND too long for it) are fatal as on RC,
-	 * without the NAK.
+	 * UC: a remote error drops the message silently, and so does a SEND
+	 * longer than its receive WQE (IBTA's unreliable services, rxe's
+	 * RESPST_ERR_LENGTH: the WQE stays for the next message, the QP
+	 * carries on); the receive WQE's own errors (bad SGEs, an MR that is
+	 * gone) are fatal as on RC, without the NAK.
 	 */
 	if (!srnic_qp_acked(qp)) {
-		if (nak != SRNIC_NAK_REMOTE_OPERATIONAL_ERROR &&
-		    !(recv_status == IB_WC_LOC_LEN_ERR &&
-		      resp->msg == SRNIC_RESP_SEND))
+		if (nak != SRNIC_NAK_REMOTE_OPERATIONAL_ERROR)
 			return SRNIC_RESP_DROP;
 		resp->fatal_event = IB_EVENT_QP_FATAL;
 		if (resp->have_rwqe)
@@ -208,6 +209,19 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 	return SRNIC_RESP_FATAL;
 }
 
+/*
+ * Does the QP's access (IB_QP_ACCESS_FLAGS) enable RDMA WRITE, READ or
+ * atomics (@access: IB_ACCESS_REMOTE_*)? A request for one it does not is
+ * an invalid request (NAK, IB_WC_REM_INV_REQ_ERR at the requester; UC
+ * drops the message), as rxe's check_op_valid() treats it; a remote
+ * access error is the MR's and the R_Key's: the memory's access rights,
+ * bounds, protection domain.
+ */
+static bool srnic_resp_qp_allows(struct srnic_qp *qp, int access)
+{
+	return READ_ONCE(qp->attrs.access_flags) & access;
+}
+
 /* Take a receive WQE for a SEND or a WRITE with immediate data. */
 static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
 						    const struct srnic_pkt *pkt)
@@ -216,7 +230,7 @@ static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
 
 	if (resp->have_rwqe)
 		return SRNIC_RESP_OK;
-	if (!srnic_resp_rq_take(qp, resp->xsrq, resp->rwqe)) {
+	if (srnic_resp_rq_take(qp, resp->xsrq, resp->rwqe, 0)) {
 		if (!srnic_qp_acked(qp)) {
 			srnic_count(to_srnic_dev(qp->ibqp.device),
 				    SRNIC_CNT_RX_DROP_NO_RECV_WQE);
@@ -297,9 +311,10 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 	struct srnic_resp *resp = &qp->resp;
 	enum srnic_resp_verdict v;
 
-	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_WRITE))
-		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
-					IB_WC_REM_ACCESS_ERR);
+	/* An operation the QP does not allow (srnic_resp_qp_allows()). */
+	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_WRITE))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
 	if (pkt->flags & SRNIC_OPF_FIRST) {
 		const struct srnic_reth *reth =
 			(const struct srnic_reth *)(skb->data + pkt->reth);
@@ -377,7 +392,7 @@ static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
 	struct srnic_pd *pd = srnic_resp_pd(qp, resp->xsrq);
 	struct srnic_mr *mr = NULL;
 
-	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_READ))
+	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_READ))
 		return false;
 	if (len) {
 		mr = srnic_rkey_lookup(qp, pd, be32_to_cpu(reth->rkey),
@@ -407,6 +422,9 @@ static enum srnic_resp_verdict srnic_resp_read(struct srnic_qp *qp,
 {
 	struct srnic_resp *resp = &qp->resp;
 
+	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_READ))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
 	resp->msn++;
 	if (!srnic_resp_start_read(qp, skb, pkt)) {
 		resp->msn--;
@@ -510,9 +528,9 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 	u64 orig;
 	int err;
 
-	if (!(READ_ONCE(qp->attrs.access_flags) & IB_ACCESS_REMOTE_ATOMIC))
-		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
-					IB_WC_REM_ACCESS_ERR);
+	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_ATOMIC))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
 	/* No responder resource to remember it by. */
 	if (!slots)
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,

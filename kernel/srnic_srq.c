@@ -236,12 +236,16 @@ int srnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
  * @srq: the SRQ
  * @rwqe: where to copy it (SRNIC_MAX_RQ_ENTRY_SIZE bytes); its num_sge is
  *	  unchecked (compare it with @srq->rq.max_sge)
+ * @len: take it only if its buffers hold @len bytes (srnic_wq_pop_fit());
+ *	 0: whatever they hold
  *
  * For any QP type, from any context. Fires the armed limit.
  *
- * Return: false when the SRQ is empty.
+ * Return: 0, -ENOENT when the SRQ is empty, -EMSGSIZE when the next WQE's
+ * buffers are too small for @len (it stays posted).
  */
-bool srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe)
+int srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe,
+		   u64 len)
 {
 	struct srnic_wq *rq = &srq->rq;
 	bool limit_reached = false;
@@ -252,9 +256,12 @@ bool srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe)
 	producer = srnic_wq_producer(rq, srq->ibsrq.device, "SRQ", srq->srqn);
 	if (producer == rq->consumer) {
 		spin_unlock_irqrestore(&rq->lock, flags);
-		return false;
+		return -ENOENT;
 	}
-	srnic_wq_pop(rq, rwqe);
+	if (!srnic_wq_pop_fit(rq, rwqe, len)) {
+		spin_unlock_irqrestore(&rq->lock, flags);
+		return -EMSGSIZE;
+	}
 	if (srq->limit && producer - rq->consumer < srq->limit) {
 		WRITE_ONCE(srq->limit, 0);
 		limit_reached = true;
@@ -263,7 +270,7 @@ bool srnic_srq_take(struct srnic_srq *srq, struct srnic_recv_wqe *rwqe)
 
 	if (limit_reached)
 		srnic_srq_event(srq, IB_EVENT_SRQ_LIMIT_REACHED);
-	return true;
+	return 0;
 }
 
 /**

@@ -172,7 +172,15 @@ vm_env() {
 	export SRNIC_VM_KMEMLEAK=1
 	# ACPI's AML interpreter under KASAN + lockdep + TCG is so slow that QEMU's _PRT method hits
 	# ACPICA's 30 s loop timeout, five times per boot: route PCI interrupts without ACPI.
-	export SRNIC_VM_APPEND="pci=noacpi${SRNIC_VM_APPEND:+ $SRNIC_VM_APPEND}"
+	# no5lvl: 4-level paging, although QEMU's "-cpu max" offers LA57. With 5-level paging, this
+	# kernel's KASAN decides whether an address has shadow from pgtable_l5_enabled(), which reads
+	# X86_FEATURE_LA57 in boot_cpu_data until alternatives are patched; identify_cpu() zeroes
+	# those bits (and get_cpu_cap() sets them again) with interrupts already on, so an interrupt
+	# in that window takes the 5-level direct map (0xff11...) for an address without shadow: a
+	# "wild-memory-access" KASAN report in handle_edge_irq at 0.002 s of boot
+	# (Documentation/reliability.rst, "Debug kernel"). 4-level paging has no such window.
+	# (no_timer_check, which this VM needs as much as any, is scripts/vm-run's own.)
+	export SRNIC_VM_APPEND="pci=noacpi no5lvl${SRNIC_VM_APPEND:+ $SRNIC_VM_APPEND}"
 	# The PVH entry of this kernel triple-faults at once (KASAN): boot the bzImage.
 	export SRNIC_VM_PVH=${SRNIC_VM_PVH:-0}
 }

@@ -8,7 +8,9 @@ QP state transitions with traffic.
 Run against rxe to validate the suite: SRNIC_TEST_DEVICE_KIND=rxe.
 """
 import errno
+import os
 import random
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,10 +19,16 @@ import pyverbs.enums as e  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
 from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402
-                      RCPair, close_all, recv_wr, send_wr, sge, status_name)
+                      RCPair, Side, close_all, recv_wr, send_wr, sge,
+                      status_name)
+import roce_packets as rp  # noqa: E402
+from harness import run, wait_for  # noqa: E402
 from topology import topology  # noqa: E402,F401 (fixture)
 
 SIGNALED = e.IBV_SEND_SIGNALED
+RC_SEND_FIRST = 0x00
+ROCE_PACKETS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            "roce_packets.py")
 SIZES = [1, 63, 1024, 4097, 65536 + 3, 1 << 20]
 rng = random.Random(0x5eed)
 
@@ -478,6 +486,134 @@ def test_remote_access_error(rc, case):
     assert (wc.wr_id, wc.status) == (42, e.IBV_WC_WR_FLUSH_ERR), \
         status_name(wc.status)
     assert target.read(size, 0) == guard
+
+
+QP_ACCESS = {
+    # (opcode, the responder QP's access flags: all but the one it needs)
+    "write": (e.IBV_WR_RDMA_WRITE, e.IBV_ACCESS_LOCAL_WRITE
+              | e.IBV_ACCESS_REMOTE_READ),
+    "write-imm": (e.IBV_WR_RDMA_WRITE_WITH_IMM, e.IBV_ACCESS_LOCAL_WRITE
+                  | e.IBV_ACCESS_REMOTE_READ),
+    "read": (e.IBV_WR_RDMA_READ, e.IBV_ACCESS_LOCAL_WRITE
+             | e.IBV_ACCESS_REMOTE_WRITE),
+}
+
+
+@pytest.mark.parametrize("case", list(QP_ACCESS))
+def test_qp_access_invalid_request(topology, case):
+    """The responder QP does not enable the operation (IB_QP_ACCESS_FLAGS)
+    although the MR does: an invalid request, IBV_WC_REM_INV_REQ_ERR at
+    the requester, as rxe answers it (check_op_valid()); a remote access
+    error is the MR's and the R_Key's (test_remote_access_error). Both QPs
+    end in the error state, the target memory untouched. (srnic answered
+    a remote access error before.)"""
+    opcode, qp_access = QP_ACCESS[case]
+    p = connected(topology, qp_access=qp_access)
+    try:
+        a, b = p.a, p.b
+        size = 256
+        target, local = b.mr(size), a.mr(size)
+        guard = payload(size)
+        target.write(guard, size)
+        local.write(payload(size), size)
+        b.qp.post_recv(recv_wr(50, [sge(b.mr(64))]))
+        a.qp.post_send(send_wr(51, opcode, [sge(local)], remote=(target, 0),
+                               imm=7 if "imm" in case else 0))
+        wc = a.poll()[0]
+        assert wc.wr_id == 51
+        assert wc.status == e.IBV_WC_REM_INV_REQ_ERR, status_name(wc.status)
+        a.wait_state(ERR)
+        b.wait_state(ERR)
+        wc = b.poll()[0]
+        assert (wc.wr_id, wc.status) == (50, e.IBV_WC_WR_FLUSH_ERR), \
+            status_name(wc.status)
+        assert target.read(size, 0) == guard
+    finally:
+        p.close()
+
+
+def test_reset_forgets_message_in_progress(topology):
+    """A QP taken through RESET back to RTS forgets the old connection's
+    wire state even when its engine task did not run in between.
+
+    The responder b takes its receive WQE for a SEND whose FIRST packet (a
+    hand-made one, from a's address) arrived and whose LAST never will.
+    Then b's engine is held busy by a 128 MiB local RDMA WRITE of another
+    QP on the same engine (one run() of that QP's task) while b goes RTS ->
+    RESET -> INIT -> RTR -> RTS and posts a new receive WQE. The next SEND
+    of the reconnected a must land in that new WQE: with the old one (which
+    RESET discarded) and the half-received message still held, srnic
+    answered it as out of the opcode sequence (NAK, both QPs in error)."""
+    if topology.b.kind != "srnic" or topology.a.name == topology.b.name:
+        pytest.skip("needs an srnic responder reached over the wire")
+    p = connected(topology)
+    busy, fillers = None, []
+    try:
+        a, b = p.a, p.b
+        mtu_bytes = 128 << p.mtu
+        old_buf, new_buf = b.mr(2 * mtu_bytes), b.mr(4096)
+        b.qp.post_recv(recv_wr(1, [sge(old_buf)]))
+        # SEND FIRST at the PSN b expects: b takes WQE 1 and fills it.
+        first = payload(mtu_bytes)
+        transport = rp.bth(RC_SEND_FIRST, b.qp.qp_num, psn=p.psn[a]) + first
+        run(*topology.a.cmd("/usr/bin/python3", ROCE_PACKETS,
+                            topology.a.addr, topology.b.addr,
+                            transport.hex()))
+        wait_for(lambda: old_buf.read(mtu_bytes, 0) == first,
+                 what="the hand-made SEND FIRST to land")
+
+        # A loopback pair on b's device, one of whose QPs shares b's
+        # engine (one engine per CPU, chosen by QPN modulo their number);
+        # one more QP on the device between tries shifts the QPNs.
+        engines = os.cpu_count()
+        for _ in range(2 * engines):
+            busy = RCPair(SimpleNamespace(a=topology.b, b=topology.b))
+            hold = [s for s in busy.sides()
+                    if s.qp.qp_num % engines == b.qp.qp_num % engines]
+            if hold:
+                break
+            busy.close()
+            busy = None
+            fillers.append(Side(topology.b))
+        assert busy is not None, "no QP on b's engine"
+        busy.connect()
+        req, tgt = hold[0], busy.peer(hold[0])
+        size = 128 << 20
+        src, dst = req.mr(size), tgt.mr(size)
+        src.write(b"\xa5" * 4096, 4096)
+        req.qp.post_send(send_wr(60, e.IBV_WR_RDMA_WRITE, [sge(src)],
+                                 remote=(dst, 0)))
+        wait_for(lambda: dst.read(8, 0) == b"\xa5" * 8, interval=0.001,
+                 what="the big WRITE to start")
+
+        # b's task cannot run now: the QP goes round to RTS meanwhile.
+        p.move(b, RESET)
+        for state in (INIT, RTR, RTS):
+            p.move(b, state)
+        b.qp.post_recv(recv_wr(2, [sge(new_buf)]))
+        if req.drain():
+            pytest.skip("the engine finished the 128 MiB WRITE before b "
+                        "was back in RTS: nothing held b's task")
+        check_ok(req.poll(timeout=600)[0], 60, e.IBV_WC_RDMA_WRITE)
+
+        p.move(a, RESET)
+        for state in (INIT, RTR, RTS):
+            p.move(a, state)
+        data = payload(100)
+        src_a = a.mr(100)
+        src_a.write(data, 100)
+        a.qp.post_send(send_wr(3, e.IBV_WR_SEND, [sge(src_a)]))
+        check_ok(a.poll()[0], 3, e.IBV_WC_SEND)
+        check_ok(b.poll()[0], 2, e.IBV_WC_RECV, 100)
+        assert new_buf.read(100, 0) == data
+        assert old_buf.read(mtu_bytes, 0) == first
+        assert not b.drain(settle=0.1)
+    finally:
+        if busy is not None:
+            busy.close()
+        for side in fillers:
+            side.close()
+        p.close()
 
 
 def test_error_state_flushes_outstanding(topology):

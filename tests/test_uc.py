@@ -4,7 +4,8 @@
 immediate, single- and multi-packet, payloads compared byte for byte; the
 post errnos of what UC lacks (READ, atomics: EINVAL); a SEND that finds no
 receive WQE is dropped (no RNR, no retry, the requester completes it) and
-the next one is delivered; many messages arrive in order; and
+the next one is delivered; so is one longer than the receive WQE, which
+stays for the next SEND; many messages arrive in order; and
 ibv_uc_pingpong with -c (every received buffer checked).
 
 Sizes stay at 64 packets or fewer: UC never sends anything again, so a
@@ -163,6 +164,44 @@ def test_send_without_recv_wqe_dropped(uc):
     assert dst.read(3000, 0) == second
     for side in uc.sides():
         assert side.state() == e.IBV_QPS_RTS
+
+
+@pytest.mark.parametrize("buf,size", [(16, 100), (1024, 5000)],
+                         ids=["one_packet", "multi_packet"])
+def test_send_longer_than_recv_dropped(uc, buf, size):
+    """A SEND longer than the receive WQE's buffer is dropped (IBTA's
+    unreliable services, rxe's RESPST_ERR_LENGTH for UC): no receive
+    completion, the QP stays in RTS, and the WQE stays posted for the next
+    SEND, which fits and is delivered into it. (It used to move srnic's UC
+    responder to the error state.) Not on an rxe responder: rxe 6.1's
+    copy_data() fails a too-long SEND with -EINVAL, not the -ENOSPC that
+    leads to its UC length path (RESPST_ERR_LENGTH: drop), so it takes the
+    malformed-WQE path instead (class A: a receive completion in error,
+    the QP to the error state)."""
+    a, b = uc.a, uc.b
+    if b.end.kind == "rxe":
+        pytest.skip("rxe 6.1 reaches RESPST_ERR_MALFORMED_WQE, not its UC "
+                    "length path (copy_data() returns -EINVAL)")
+    long_msg, short_msg = payload(size), payload(buf)
+    src = a.mr(size + buf)
+    src.write(long_msg, size, 0)
+    src.write(short_msg, buf, size)
+    dst = b.mr(buf)
+    before = harness.link_counters(b.end) if b.end.kind == "srnic" else None
+    b.qp.post_recv(recv_wr(9, [sge(dst)]))
+    a.qp.post_send(send_wr(1, e.IBV_WR_SEND, [sge(src, 0, size)]))
+    check_ok(a.poll()[0], 1, e.IBV_WC_SEND)
+    assert not b.drain(settle=0.2)
+    assert b.state() == e.IBV_QPS_RTS
+    a.qp.post_send(send_wr(2, e.IBV_WR_SEND, [sge(src, size, buf)]))
+    check_ok(a.poll()[0], 2, e.IBV_WC_SEND)
+    check_ok(b.poll()[0], 9, e.IBV_WC_RECV, buf)
+    assert dst.read(buf, 0) == short_msg
+    for side in uc.sides():
+        assert side.state() == e.IBV_QPS_RTS
+    if before is not None:
+        after = harness.link_counters(b.end)
+        assert after["rx_drop_uc_message"] > before["rx_drop_uc_message"]
 
 
 def test_messages_in_order(uc):
