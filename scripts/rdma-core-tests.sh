@@ -74,8 +74,9 @@ fi
 
 # gid_index DEV IPV4: the index of DEV's RoCE v2 GID for IPV4 (waits for it).
 gid_index() {
-	local dir=/sys/class/infiniband/$1/ports/1 want f i
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
+	local dir=/sys/class/infiniband/$1/ports/1 want f i octets
+	IFS=. read -ra octets <<<"$2"
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${octets[@]}")
 	for _ in $(seq 50); do
 		for f in "$dir"/gids/*; do
 			i=${f##*/}

@@ -55,6 +55,7 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 // others keep libibverbs' defaults, which fail with EOPNOTSUPP (get_srq_num,
 // for one: it is only for XRC SRQs).
 constinit const verbs_context_ops srnic_context_ops = {
+	.alloc_parent_domain = srnic::alloc_parent_domain,
 	.alloc_pd = srnic::alloc_pd,
 	.create_ah = srnic::create_ah,
 	.create_cq = srnic::create_cq,
@@ -70,6 +71,8 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.destroy_qp = srnic::destroy_qp,
 	.destroy_srq = srnic::destroy_srq,
 	.free_context = srnic_free_context,
+	.import_mr = srnic::import_mr,
+	.import_pd = srnic::import_pd,
 	.modify_qp = srnic::modify_qp,
 	.modify_srq = srnic::modify_srq,
 	.poll_cq = srnic::poll_cq,
@@ -82,11 +85,22 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.query_srq = srnic::query_srq,
 	.reg_mr = srnic::reg_mr,
 	.req_notify_cq = srnic::req_notify_cq,
+	.rereg_mr = srnic::rereg_mr,
+	.resize_cq = srnic::resize_cq,
+	.unimport_mr = srnic::unimport_mr,
+	.unimport_pd = srnic::unimport_pd,
 };
 
 verbs_context *srnic_alloc_context(ibv_device *device, int cmd_fd, void * /*private_data*/) noexcept
 {
 	return srnic::open_context(device, cmd_fd, srnic_context_ops);
+}
+
+// ibv_import_device(): a context over a command fd whose user context
+// exists already.
+verbs_context *srnic_import_context(ibv_device *device, int cmd_fd) noexcept
+{
+	return srnic::import_context(device, cmd_fd, srnic_context_ops);
 }
 
 constinit const verbs_device_ops srnic_device_ops = {
@@ -98,6 +112,7 @@ constinit const verbs_device_ops srnic_device_ops = {
 	.match_table = srnic_match_table,
 	.match_device = srnic_match_device,
 	.alloc_context = srnic_alloc_context,
+	.import_context = srnic_import_context,
 	.alloc_device = srnic_alloc_device,
 	.uninit_device = srnic_uninit_device,
 };
