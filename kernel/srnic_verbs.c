@@ -232,6 +232,17 @@ static int srnic_alloc_ucontext(struct ib_ucontext *ibuc,
 				min_t(size_t, udata->outlen, sizeof(resp)));
 }
 
+/*
+ * UVERBS_METHOD_QUERY_CONTEXT, which ibv_import_device() sends (and which
+ * uverbs refuses without this op): the core attributes are all; a provider
+ * importing a context reads srnic's from sysfs (SRNIC_SYSFS_UCONTEXT_ATTR).
+ */
+static int srnic_query_ucontext(struct ib_ucontext *ibuc,
+				struct uverbs_attr_bundle *attrs)
+{
+	return 0;
+}
+
 static void srnic_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 }
@@ -377,6 +388,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.query_port = srnic_query_port,
 	.query_qp = srnic_query_qp,
 	.query_srq = srnic_query_srq,
+	.query_ucontext = srnic_query_ucontext,
 	.reg_user_mr = srnic_reg_user_mr,
 	.req_notify_cq = srnic_req_notify_cq,
 	.rereg_user_mr = srnic_rereg_user_mr,
