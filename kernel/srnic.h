@@ -396,7 +396,8 @@ enum srnic_key_kind {
  * @rcu: the struct is freed after a grace period (lookups run under RCU)
  *
  * Everything but @users is written before the MR is published in
- * mr_table and never changes while it is there, except for fast-reg MRs,
+ * mr_table and never changes while it is there (rereg_mr publishes a
+ * new struct under the same key instead), except for fast-reg MRs,
  * whose page list, @key, @iova, @length, @access and @valid follow
  * map_mr_sg and the REG_MR/LOCAL_INV work requests.
  */
@@ -1058,6 +1059,9 @@ struct ib_mr *srnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 int srnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 int srnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *srnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *ibpd, struct ib_udata *udata);
 struct srnic_mr *srnic_mr_lookup(struct srnic_dev *sdev, u32 key,
 				 enum srnic_key_kind kind, struct srnic_pd *pd,
 				 int required_access, u64 iova, u64 length);
@@ -1126,6 +1130,7 @@ void srnic_debugfs_remove_dev(struct srnic_dev *sdev);
 int srnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata);
 int srnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int srnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int srnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int srnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
@@ -1148,6 +1153,8 @@ int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 struct srnic_qp *srnic_qp_get_by_qpn(struct srnic_dev *sdev, u32 qpn);
 void srnic_qp_put(struct srnic_qp *qp);
 void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event);
+void srnic_qp_complete_to_error(struct srnic_qp *qp, struct srnic_cq *cq,
+				const struct srnic_cqe *cqe);
 void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type);
 int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header, u32 payload);
 u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,

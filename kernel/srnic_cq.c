@@ -143,10 +143,10 @@ static void srnic_cq_overrun(struct srnic_cq *cq)
  * with the provider's acquire load of owner (CqReader), so a reader that
  * sees the new phase sees the whole body.
  */
-static void srnic_cq_write_cqe(struct srnic_cq *cq, u32 index,
+static void srnic_cq_write_cqe(struct srnic_queue *ring, u32 index,
 			       const struct srnic_cqe *cqe)
 {
-	struct srnic_cqe *slot = srnic_queue_entry(&cq->ring, index);
+	struct srnic_cqe *slot = srnic_queue_entry(ring, index);
 	const size_t owner = offsetof(struct srnic_cqe, owner);
 
 	memcpy(slot, cqe, owner);
@@ -154,7 +154,7 @@ static void srnic_cq_write_cqe(struct srnic_cq *cq, u32 index,
 	       sizeof(*cqe) - owner - 1);
 	/* Body before owner; pairs with the reader's acquire of owner. */
 	smp_store_release(&slot->owner,
-			  srnic_cqe_phase(index, cq->ring.num_entries));
+			  srnic_cqe_phase(index, ring->num_entries));
 }
 
 /*
@@ -187,6 +187,142 @@ static bool srnic_cq_consume_arm(struct srnic_cq *cq, bool solicited,
 	return false;
 }
 
+/*
+ * Completions @cq may still receive for work already posted: the send
+ * WQEs, posted and not yet completed, of the QPs whose send CQ it is
+ * (counted whether signaled or not: the engine may not have read them
+ * yet). Receive WQEs wait for the peer and are not counted. A user QP's
+ * producer index is untrusted: its count is capped at the ring size.
+ */
+static u32 srnic_cq_sends_in_flight(struct srnic_cq *cq)
+{
+	struct srnic_dev *sdev = to_srnic_dev(cq->ibcq.device);
+	struct srnic_qp *qp;
+	unsigned long qpn;
+	u32 n = 0;
+
+	xa_for_each(&sdev->qps, qpn, qp) {
+		struct srnic_wq *sq;
+
+		qp = srnic_qp_get_by_qpn(sdev, qpn);
+		if (!qp)
+			continue;
+		sq = &qp->sq;
+		if (qp->ibqp.send_cq == &cq->ibcq && sq->ring.ctrl)
+			n += min(READ_ONCE(sq->ring.ctrl->producer) -
+				 READ_ONCE(sq->consumer), sq->ring.num_entries);
+		srnic_qp_put(qp);
+	}
+	return n;
+}
+
+/*
+ * Move the CQEs not yet polled from @cq's ring into @ring (fresh, zeroed)
+ * from index 0, carry the arm state over and make @ring the CQ's; @ring is
+ * left holding the old ring for the caller to destroy. Called with both CQ
+ * locks held. The consumer index is the provider's, untrusted: a value
+ * that claims more CQEs than the ring holds fails like an overrun.
+ */
+static int srnic_cq_swap_ring(struct srnic_cq *cq, struct srnic_queue *ring,
+			      int cqe, u32 in_flight)
+{
+	struct srnic_queue_ctrl *old_ctrl = cq->ring.ctrl;
+	struct srnic_queue old;
+	u32 consumer, unpolled, i;
+
+	if (cq->overrun)
+		return -EINVAL;
+	/* Pairs with the consumer's release: it is done reading the slots. */
+	consumer = smp_load_acquire(&old_ctrl->consumer);
+	unpolled = cq->producer - consumer;
+	if (unpolled > cq->ring.num_entries ||
+	    (u64)unpolled + in_flight > cqe)
+		return -EINVAL;
+	for (i = 0; i < unpolled; i++)
+		srnic_cq_write_cqe(ring, i,
+				   srnic_queue_entry(&cq->ring, consumer + i));
+	ring->ctrl->notify = READ_ONCE(old_ctrl->notify);
+	ring->ctrl->notify_seq = READ_ONCE(old_ctrl->notify_seq);
+	ring->ctrl->producer = unpolled;
+	old = cq->ring;
+	cq->ring = *ring;
+	*ring = old;
+	cq->producer = unpolled;
+	cq->ibcq.cqe = cq->ring.num_entries - 1;
+	return 0;
+}
+
+/**
+ * srnic_resize_cq() - ib_device_ops.resize_cq
+ * @ibcq: the CQ
+ * @cqe: the size asked for; the CQ gets at least that many
+ * @udata: driver data of a user CQ (struct srnic_resize_cq_req/resp);
+ *	   NULL for a kernel CQ
+ *
+ * A new ring replaces the old one; the completions not yet polled move to
+ * it, in order. A user CQ's provider maps the new ring from the response
+ * and unmaps the old one; it holds its CQ lock throughout, so no poll runs
+ * meanwhile. The old ring's pages stay alive while the process maps them.
+ *
+ * A CQ shrinks only to a size that holds the completions waiting to be
+ * polled plus those its QPs' posted sends will still produce
+ * (srnic_cq_sends_in_flight()), so that a shrink cannot set up an overrun.
+ *
+ * Return: 0; -EINVAL for a size out of range or smaller than that (the CQ
+ * is unchanged); -ENOMEM.
+ */
+int srnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct srnic_cq *cq = to_srnic_cq(ibcq);
+	struct srnic_resize_cq_resp resp = {};
+	struct srnic_queue ring;
+	unsigned long flags;
+	u32 in_flight;
+	int err;
+
+	if (cqe < 1 || cqe > SRNIC_MAX_CQE)
+		return -EINVAL;
+	if (udata) {
+		err = srnic_udata_check_reserved_req(udata);
+		if (err)
+			return err;
+	}
+	err = srnic_queue_init(&ring, roundup_pow_of_two(cqe + 1),
+			       sizeof(struct srnic_cqe));
+	if (err)
+		return err;
+	if (udata) {
+		struct srnic_ucontext *uctx = rdma_udata_to_drv_context(udata,
+					struct srnic_ucontext, ibuc);
+
+		err = srnic_queue_map(&ring, &uctx->ibuc, &resp.ring);
+		if (!err)
+			err = ib_copy_to_udata(udata, &resp,
+					       min_t(size_t, udata->outlen,
+						     sizeof(resp)));
+		if (err)
+			goto out_destroy;
+	}
+
+	/*
+	 * lock before poll_lock, the order of a comp_handler (run under lock)
+	 * that polls or arms.
+	 */
+	/* Growing needs no count: what fits the old ring fits the new one. */
+	in_flight = cqe < ibcq->cqe ? srnic_cq_sends_in_flight(cq) : 0;
+	spin_lock_irqsave(&cq->lock, flags);
+	spin_lock(&cq->poll_lock);
+	err = srnic_cq_swap_ring(cq, &ring, cqe, in_flight);
+	spin_unlock(&cq->poll_lock);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	if (!err)
+		ibdev_dbg(ibcq->device, "CQ %u resized to %d\n", cq->cqn,
+			  ibcq->cqe);
+out_destroy:
+	srnic_queue_destroy(&ring);	/* the old ring, or the unused new one */
+	return err;
+}
+
 /**
  * srnic_cq_post() - produce one completion
  * @cq: the CQ
@@ -208,7 +344,7 @@ static bool srnic_cq_consume_arm(struct srnic_cq *cq, bool solicited,
 int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
 		  bool solicited)
 {
-	struct srnic_queue_ctrl *ctrl = cq->ring.ctrl;
+	struct srnic_queue_ctrl *ctrl;
 	bool bh = !irqs_disabled();
 	bool overrun = false;
 	unsigned long flags;
@@ -218,6 +354,7 @@ int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
 	if (bh)
 		local_bh_disable();
 	spin_lock_irqsave(&cq->lock, flags);
+	ctrl = cq->ring.ctrl;	/* srnic_resize_cq() swaps rings under lock */
 	if (cq->overrun) {
 		err = -EOVERFLOW;
 		goto out_unlock;
@@ -235,7 +372,7 @@ int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
 		goto out_unlock;
 	}
 
-	srnic_cq_write_cqe(cq, p, cqe);
+	srnic_cq_write_cqe(&cq->ring, p, cqe);
 	cq->producer = p + 1;
 	WRITE_ONCE(ctrl->producer, p + 1);	/* informational, for tools */
 
@@ -332,13 +469,14 @@ int srnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct srnic_cq *cq = to_srnic_cq(ibcq);
 	struct srnic_dev *sdev = to_srnic_dev(ibcq->device);
-	struct srnic_queue_ctrl *ctrl = cq->ring.ctrl;
+	struct srnic_queue_ctrl *ctrl;
 	struct srnic_cqe *cqe;
 	unsigned long flags;
 	u32 consumer;
 	int n;
 
 	spin_lock_irqsave(&cq->poll_lock, flags);
+	ctrl = cq->ring.ctrl;	/* srnic_resize_cq() swaps rings under poll_lock */
 	consumer = ctrl->consumer;
 	rcu_read_lock();
 	for (n = 0; n < num_entries; n++) {
@@ -370,11 +508,12 @@ int srnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 int srnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct srnic_cq *cq = to_srnic_cq(ibcq);
-	struct srnic_queue_ctrl *ctrl = cq->ring.ctrl;
+	struct srnic_queue_ctrl *ctrl;
 	unsigned long irq_flags;
 	int missed = 0;
 
 	spin_lock_irqsave(&cq->poll_lock, irq_flags);
+	ctrl = cq->ring.ctrl;	/* srnic_resize_cq() swaps rings under poll_lock */
 	WRITE_ONCE(ctrl->notify,
 		   (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
 		   SRNIC_CQ_NOTIFY_SOLICITED : SRNIC_CQ_NOTIFY_NEXT);

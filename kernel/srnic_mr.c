@@ -226,6 +226,45 @@ err_free_mr:
 	return ERR_PTR(err);
 }
 
+/*
+ * Pin [@start, @start + @length) for @mr (not yet published) and record its
+ * pages; @mr then translates [@iova, @iova + @length).
+ */
+static int srnic_mr_pin(struct srnic_mr *mr, u64 start, u64 length, u64 iova,
+			int access)
+{
+	struct ib_umem *umem;
+	int err;
+
+	err = srnic_mr_check_range(start, length);
+	if (!err)
+		err = srnic_mr_check_range(iova, length);
+	if (err)
+		return err;
+	if (offset_in_page(start) != offset_in_page(iova))
+		return -EINVAL;
+
+	umem = ib_umem_get(mr->pd->ibpd.device, start, length, access);
+	if (IS_ERR(umem))
+		return PTR_ERR(umem);
+	mr->umem = umem;
+
+	mr->max_pages = ib_umem_num_pages(umem);
+	mr->pages = kvcalloc(mr->max_pages, sizeof(*mr->pages),
+			     GFP_KERNEL | __GFP_NOWARN);
+	if (!mr->pages)
+		return -ENOMEM;
+	err = srnic_mr_fill_user_pages(mr);
+	if (err)
+		return err;
+
+	mr->iova = iova;
+	mr->length = length;
+	mr->page_offset = ib_umem_offset(umem);
+	mr->valid = true;
+	return 0;
+}
+
 /**
  * srnic_reg_user_mr() - the reg_user_mr verb
  * @ibpd: PD to register in
@@ -248,7 +287,6 @@ struct ib_mr *srnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
 {
 	struct srnic_dev *sdev = to_srnic_dev(ibpd->device);
-	struct ib_umem *umem;
 	struct srnic_mr *mr;
 	int err;
 
@@ -262,44 +300,98 @@ struct ib_mr *srnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 	if (access & IB_ACCESS_ON_DEMAND)
 		return srnic_reg_odp_mr(ibpd, start, length, iova, access);
-	err = srnic_mr_check_range(start, length);
-	if (!err)
-		err = srnic_mr_check_range(iova, length);
-	if (err)
-		return ERR_PTR(err);
-	if (offset_in_page(start) != offset_in_page(iova))
-		return ERR_PTR(-EINVAL);
 
 	mr = srnic_mr_alloc(ibpd, SRNIC_MR_USER, access);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
-
-	umem = ib_umem_get(ibpd->device, start, length, access);
-	if (IS_ERR(umem)) {
-		err = PTR_ERR(umem);
-		goto err_free_mr;
-	}
-	mr->umem = umem;
-
-	mr->max_pages = ib_umem_num_pages(umem);
-	mr->pages = kvcalloc(mr->max_pages, sizeof(*mr->pages),
-			     GFP_KERNEL | __GFP_NOWARN);
-	if (!mr->pages) {
-		err = -ENOMEM;
-		goto err_free_mr;
-	}
-	err = srnic_mr_fill_user_pages(mr);
+	err = srnic_mr_pin(mr, start, length, iova, access);
 	if (err)
 		goto err_free_mr;
-
-	mr->iova = iova;
-	mr->length = length;
-	mr->page_offset = ib_umem_offset(umem);
-	mr->valid = true;
 
 	err = srnic_mr_publish(sdev, mr);
 	if (err)
 		goto err_free_mr;
+	return &mr->ibmr;
+
+err_free_mr:
+	srnic_mr_free(mr);
+	return ERR_PTR(err);
+}
+
+/**
+ * srnic_rereg_user_mr() - the rereg_user_mr verb
+ * @ibmr: a user MR
+ * @flags: IB_MR_REREG_TRANS, IB_MR_REREG_PD, IB_MR_REREG_ACCESS
+ * @start: new user address (IB_MR_REREG_TRANS)
+ * @length: new length (IB_MR_REREG_TRANS)
+ * @iova: new iova (IB_MR_REREG_TRANS)
+ * @access: new IB_ACCESS_* flags (IB_MR_REREG_ACCESS)
+ * @ibpd: the PD the MR is to be in (its own when the PD does not change)
+ * @udata: no srnic data in either direction
+ *
+ * The fields of a published MR never change (lookups read them without
+ * locks), so the new registration is a new struct srnic_mr with the old
+ * one's index and key: lkey and rkey stay what the peers already know.
+ * Its pages are pinned again (the new range, or the old one), it replaces
+ * the old MR in the key table in one store, and ib_core then deregisters
+ * the old MR, whose dereg waits for the accesses still using it.
+ *
+ * Return: the new MR, NULL when @flags asks for nothing, or an ERR_PTR as
+ * srnic_reg_user_mr() (the old MR is then unchanged).
+ */
+struct ib_mr *srnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct srnic_dev *sdev = to_srnic_dev(ibmr->device);
+	struct srnic_mr *old = to_srnic_mr(ibmr);
+	struct srnic_mr *mr;
+	void *prev;
+	int err;
+
+	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!flags)
+		return NULL;
+	/* ODP MRs are registered anew (dereg, reg) instead. */
+	if (old->type == SRNIC_MR_ODP)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (old->type != SRNIC_MR_USER)
+		return ERR_PTR(-EINVAL);
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = old->access;
+	err = srnic_mr_check_access(access, 0);
+	if (!err && udata)
+		err = srnic_udata_check_tail(udata, 0);
+	if (err)
+		return ERR_PTR(err);
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = old->umem->address;
+		length = old->length;
+		iova = old->iova;
+	}
+
+	mr = srnic_mr_alloc(ibpd, SRNIC_MR_USER, access);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	err = srnic_mr_pin(mr, start, length, iova, access);
+	if (err)
+		goto err_free_mr;
+	mr->index = old->index;
+	mr->key = old->key;
+	mr->ibmr.lkey = old->ibmr.lkey;
+	mr->ibmr.rkey = old->ibmr.rkey;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+
+	/* The index holds old: replacing it allocates nothing. */
+	prev = xa_store(&sdev->mr_table, mr->index, mr, GFP_KERNEL);
+	err = xa_err(prev);
+	if (err)
+		goto err_free_mr;
+	WARN_ON_ONCE(prev != old);
+	ibdev_dbg(ibmr->device, "MR key 0x%x reregistered (flags 0x%x)\n",
+		  mr->key, flags);
 	return &mr->ibmr;
 
 err_free_mr:
@@ -461,7 +553,8 @@ int srnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct srnic_dev *sdev = to_srnic_dev(ibmr->device);
 	struct srnic_mr *mr = to_srnic_mr(ibmr);
 
-	xa_erase(&sdev->mr_table, mr->index);
+	/* Unless srnic_rereg_user_mr() put a successor there. */
+	xa_cmpxchg(&sdev->mr_table, mr->index, mr, NULL, GFP_KERNEL);
 	srnic_mr_put(mr);
 	if (WARN(!wait_for_completion_timeout(&mr->released,
 					      SRNIC_MR_DEREG_TIMEOUT_SECS * HZ),

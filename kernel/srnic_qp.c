@@ -768,6 +768,28 @@ void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event)
 }
 
 /**
+ * srnic_qp_complete_to_error() - post an error completion and enter the
+ *	error state as one step
+ * @qp: the QP
+ * @cq: the CQ of the work queue the completion is for
+ * @cqe: the error completion
+ *
+ * For the engine. The completion is posted under state_lock and the QP is
+ * in the error state before the lock is dropped, so a modify_qp the
+ * consumer makes after polling the completion (to RESET, to start over)
+ * waits for the transition and is not undone by it. Sleeps.
+ */
+void srnic_qp_complete_to_error(struct srnic_qp *qp, struct srnic_cq *cq,
+				const struct srnic_cqe *cqe)
+{
+	mutex_lock(&qp->state_lock);
+	srnic_cq_post(cq, cqe, false);
+	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET)
+		srnic_qp_enter_state(qp, IB_QPS_ERR);
+	mutex_unlock(&qp->state_lock);
+}
+
+/**
  * srnic_query_qp() - ib_device_ops.query_qp
  * @ibqp: the QP
  * @attr: filled with its attributes

@@ -451,13 +451,16 @@ static bool srnic_req_retire_head(struct srnic_qp *qp,
 	if (req->send_index == index)
 		req->send_index++;
 
-	if (status != IB_WC_SUCCESS || (rw->flags & SRNIC_WQE_SIGNALED) ||
-	    qp->sq_sig_all)
-		if (srnic_cq_post(to_srnic_cq(qp->ibqp.send_cq), &cqe, false))
-			status = IB_WC_GENERAL_ERR;	/* CQ overrun */
 	if (status != IB_WC_SUCCESS) {
-		srnic_qp_to_error(qp, 0);
+		srnic_qp_complete_to_error(qp, to_srnic_cq(qp->ibqp.send_cq),
+					   &cqe);
 		return false;
+	}
+	if ((rw->flags & SRNIC_WQE_SIGNALED) || qp->sq_sig_all) {
+		if (srnic_cq_post(to_srnic_cq(qp->ibqp.send_cq), &cqe, false)) {
+			srnic_qp_to_error(qp, 0);	/* CQ overrun */
+			return false;
+		}
 	}
 	return true;
 }

@@ -194,8 +194,9 @@ int srnic_udata_check_tail(struct ib_udata *udata, size_t known)
 
 /**
  * srnic_udata_check_reserved_req() - check a request that is one reserved u64
- * @udata: driver data of create_cq, create_qp or create_srq (struct
- *	   srnic_create_cq_req, srnic_create_qp_req, srnic_create_srq_req),
+ * @udata: driver data of create_cq, create_qp, create_srq or resize_cq
+ *	   (struct srnic_create_cq_req, srnic_create_qp_req,
+ *	   srnic_create_srq_req, srnic_resize_cq_req),
  *	   possibly shorter or longer
  *
  * Return: 0, -EINVAL for a non-zero reserved field (or a non-zero prefix of
@@ -210,6 +211,7 @@ int srnic_udata_check_reserved_req(struct ib_udata *udata)
 	static_assert(sizeof(struct srnic_create_cq_req) == sizeof(reserved));
 	static_assert(sizeof(struct srnic_create_qp_req) == sizeof(reserved));
 	static_assert(sizeof(struct srnic_create_srq_req) == sizeof(reserved));
+	static_assert(sizeof(struct srnic_resize_cq_req) == sizeof(reserved));
 	if (udata->inlen < sizeof(reserved)) {
 		/* A shorter request is a prefix of the reserved field. */
 		if (udata->inlen &&
@@ -225,16 +227,19 @@ int srnic_udata_check_reserved_req(struct ib_udata *udata)
 	return srnic_udata_check_tail(udata, sizeof(reserved));
 }
 
+/* What every user context is told (alloc_ucontext, sysfs). */
+static const struct srnic_alloc_ucontext_resp srnic_ucontext_resp = {
+	.abi_version = SRNIC_ABI_VERSION,
+	.max_inline_data = SRNIC_MAX_INLINE_DATA,
+	.queue_ctrl_size = SRNIC_QUEUE_CTRL_SIZE,
+	.page_size = PAGE_SIZE,
+};
+
 static int srnic_alloc_ucontext(struct ib_ucontext *ibuc,
 				struct ib_udata *udata)
 {
 	struct srnic_alloc_ucontext_req req = {};
-	struct srnic_alloc_ucontext_resp resp = {
-		.abi_version = SRNIC_ABI_VERSION,
-		.max_inline_data = SRNIC_MAX_INLINE_DATA,
-		.queue_ctrl_size = SRNIC_QUEUE_CTRL_SIZE,
-		.page_size = PAGE_SIZE,
-	};
+	struct srnic_alloc_ucontext_resp resp = srnic_ucontext_resp;
 	int err;
 
 	/* The provider must say which ABI it speaks. */
@@ -255,6 +260,17 @@ static int srnic_alloc_ucontext(struct ib_ucontext *ibuc,
 
 	return ib_copy_to_udata(udata, &resp,
 				min_t(size_t, udata->outlen, sizeof(resp)));
+}
+
+/*
+ * UVERBS_METHOD_QUERY_CONTEXT, which ibv_import_device() sends (and which
+ * uverbs refuses without this op): the core attributes are all; a provider
+ * importing a context reads srnic's from sysfs (SRNIC_SYSFS_UCONTEXT_ATTR).
+ */
+static int srnic_query_ucontext(struct ib_ucontext *ibuc,
+				struct uverbs_attr_bundle *attrs)
+{
+	return 0;
 }
 
 static void srnic_dealloc_ucontext(struct ib_ucontext *ibuc)
@@ -332,8 +348,23 @@ static ssize_t netdev_show(struct device *device,
 }
 static DEVICE_ATTR_RO(netdev);
 
+/*
+ * Named SRNIC_SYSFS_UCONTEXT_ATTR in the ABI header: an imported context's
+ * provider reads the alloc_ucontext answer it never got here.
+ */
+static ssize_t srnic_ucontext_show(struct device *device,
+				   struct device_attribute *attr, char *buf)
+{
+	const struct srnic_alloc_ucontext_resp *r = &srnic_ucontext_resp;
+
+	return sysfs_emit(buf, "%u %u %u\n", r->max_inline_data,
+			  r->queue_ctrl_size, r->page_size);
+}
+static DEVICE_ATTR_RO(srnic_ucontext);
+
 static struct attribute *srnic_dev_attributes[] = {
 	&dev_attr_srnic_abi_version.attr,
+	&dev_attr_srnic_ucontext.attr,
 	&dev_attr_netdev.attr,
 	NULL,
 };
@@ -394,8 +425,11 @@ const struct ib_device_ops srnic_dev_ops = {
 	.query_port = srnic_query_port,
 	.query_qp = srnic_query_qp,
 	.query_srq = srnic_query_srq,
+	.query_ucontext = srnic_query_ucontext,
 	.reg_user_mr = srnic_reg_user_mr,
 	.req_notify_cq = srnic_req_notify_cq,
+	.rereg_user_mr = srnic_rereg_user_mr,
+	.resize_cq = srnic_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, srnic_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, srnic_cq, ibcq),

@@ -2,11 +2,13 @@
 #include "context.h"
 
 #include "log.h"
+#include "sysfs.h"
 
 #include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <unistd.h>
 
 namespace srnic
@@ -96,6 +98,38 @@ verbs_context *open_context(ibv_device *device, int cmd_fd, const verbs_context_
 		.max_inline_data = resp.driver.max_inline_data,
 		.queue_ctrl_size = resp.driver.queue_ctrl_size,
 		.page_size = resp.driver.page_size,
+	};
+	verbs_set_ops(&ctx->ibv_ctx, &ops);
+	return &ctx.release()->ibv_ctx;
+}
+
+verbs_context *import_context(ibv_device *device, int cmd_fd,
+			      const verbs_context_ops &ops) noexcept
+{
+	ContextPtr ctx = alloc_verbs_context(device, cmd_fd);
+	if (!ctx)
+		return nullptr;
+
+	// The fd's user context exists already: no alloc_ucontext, whose answer
+	// the device publishes in sysfs instead.
+	const int err = ibv_cmd_query_context(&ctx->ibv_ctx.context, nullptr);
+	if (err) {
+		srnic_err(&ctx->ibv_ctx, "query_context failed: %d\n", err);
+		return fail_open(std::move(ctx), err);
+	}
+	const verbs_device *vdev = reinterpret_cast<const verbs_device *>(device);
+	const std::optional<srnic_alloc_ucontext_resp> resp =
+		read_sysfs_ucontext(vdev->sysfs->ibdev_path);
+	const char *problem = resp ? ucontext_resp_problem(*resp, host_page_size())
+				   : "no readable " SRNIC_SYSFS_UCONTEXT_ATTR " attribute";
+	if (problem) {
+		srnic_err(&ctx->ibv_ctx, "cannot import context: %s\n", problem);
+		return fail_open(std::move(ctx), EPROTO);
+	}
+	ctx->limits = {
+		.max_inline_data = resp->max_inline_data,
+		.queue_ctrl_size = resp->queue_ctrl_size,
+		.page_size = resp->page_size,
 	};
 	verbs_set_ops(&ctx->ibv_ctx, &ops);
 	return &ctx.release()->ibv_ctx;

@@ -70,7 +70,15 @@ static_assert(sizeof(GetContextResp) ==
 [[nodiscard]] verbs_context *open_context(ibv_device *device, int cmd_fd,
 					  const verbs_context_ops &ops) noexcept;
 
-// Releases everything open_context acquired: the free_context verb.
+// Imports the context another process (or another ibv_context) allocated on
+// cmd_fd: the import_context device op behind ibv_import_device(). The
+// limits come from the device's SRNIC_SYSFS_UCONTEXT_ATTR. Closes cmd_fd on
+// failure, as libibverbs' context teardown does; nullptr with errno set.
+[[nodiscard]] verbs_context *import_context(ibv_device *device, int cmd_fd,
+					    const verbs_context_ops &ops) noexcept;
+
+// Releases everything open_context or import_context acquired: the
+// free_context verb.
 void close_context(ibv_context *ibctx) noexcept;
 
 } // namespace srnic

@@ -55,6 +55,38 @@ ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
 	return &cq.release()->vcq.cq;
 }
 
+int resize_cq(ibv_cq *ibcq, int cqe) noexcept
+{
+	Cq &cq = *to_srnic_cq(ibcq);
+	Context *ctx = to_srnic_context(ibcq->context);
+	// No poll or arm while the ring changes under them.
+	SpinGuard guard(cq.lock);
+	ResizeCqCmd cmd = {};
+	ResizeCqResp resp = {};
+	// As in create_cq: ibv_resize_cq_resp_core stands for the kernel's
+	// response struct, flexible array member and all.
+	int err = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd),
+				    reinterpret_cast<ib_uverbs_resize_cq_resp *>(&resp),
+				    sizeof(resp));
+	if (err)
+		return err;
+
+	RingMapping ring;
+	err = ring.map(ibcq->context->cmd_fd, resp.driver.ring, ctx->limits.queue_ctrl_size,
+		       sizeof(srnic_cqe));
+	if (!err && resp.driver.ring.num_entries <= static_cast<uint32_t>(ibcq->cqe))
+		err = EPROTO;
+	if (err) {
+		// The kernel already posts to the new ring: this CQ is lost.
+		srnic_err(&ctx->ibv_ctx, "cannot map resized CQ %u: %d\n", cq.cqn, err);
+		return err;
+	}
+	cq.ring = std::move(ring); // unmaps the old ring
+	cq.reader.emplace(cq.ring.view());
+	cq.ex_cqe = nullptr;
+	return 0;
+}
+
 int destroy_cq(ibv_cq *ibcq) noexcept
 {
 	const int err = ibv_cmd_destroy_cq(ibcq);

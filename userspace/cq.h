@@ -50,6 +50,19 @@ struct CreateCqResp {
 static_assert(sizeof(CreateCqResp) ==
 	      sizeof(ibv_create_cq_resp_core) + sizeof(srnic_create_cq_resp));
 
+struct ResizeCqCmd {
+	struct ibv_resize_cq ibv_cmd;
+	srnic_resize_cq_req driver;
+};
+static_assert(sizeof(ResizeCqCmd) == sizeof(struct ibv_resize_cq) + sizeof(srnic_resize_cq_req));
+
+struct ResizeCqResp {
+	ibv_resize_cq_resp_core ibv_resp;
+	srnic_resize_cq_resp driver;
+};
+static_assert(sizeof(ResizeCqResp) ==
+	      sizeof(ibv_resize_cq_resp_core) + sizeof(srnic_resize_cq_resp));
+
 // The CQE flag values are libibverbs' own (srnic-abi.h says so).
 static_assert(int{SRNIC_CQE_GRH} == int{IBV_WC_GRH} &&
 	      int{SRNIC_CQE_WITH_IMM} == int{IBV_WC_WITH_IMM} &&
@@ -161,6 +174,11 @@ inline int req_notify_cq(ibv_cq *ibcq, int solicited_only) noexcept
 // failure destroys the kernel's CQ and returns the errno.
 [[nodiscard]] int map_created_cq(Cq &cq, ibv_context *ibctx,
 				 const srnic_create_cq_resp &resp) noexcept;
+
+// The resize_cq verb: the kernel moves the unpolled CQEs to a new ring,
+// which replaces the mapping of the old one; returns 0 or a positive errno
+// (EINVAL: more CQEs wait to be polled than cqe).
+int resize_cq(ibv_cq *ibcq, int cqe) noexcept;
 
 // The destroy_cq verb; the CQ stays valid if the kernel refuses.
 int destroy_cq(ibv_cq *ibcq) noexcept;

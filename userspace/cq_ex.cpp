@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "cq_ex.h"
 
+#include "pd.h"
+
 #include <cerrno>
 #include <memory>
 #include <new>
@@ -138,14 +140,16 @@ struct CreateCqExResp {
 static_assert(sizeof(CreateCqExResp) ==
 	      sizeof(ibv_create_cq_ex_resp_core) + sizeof(srnic_create_cq_resp));
 
-// Whether srnic can honour attr: standard wc_flags only, no parent domain,
-// and of the creation flags only the single-threaded hint (the CQ locks
-// anyway); a CQ that may overrun unnoticed is not offered.
+// Whether srnic can honour attr: standard wc_flags only, and of the
+// creation flags only the single-threaded hint (the CQ locks anyway); a CQ
+// that may overrun unnoticed is not offered. A parent domain is accepted
+// (IBV_CQ_INIT_ATTR_MASK_PD; checked by create_cq_ex): its allocators have
+// no buffer to allocate (pd.h).
 [[nodiscard]] bool cq_init_attr_supported(const ibv_cq_init_attr_ex &attr) noexcept
 {
 	if (attr.wc_flags & ~supported_wc_flags)
 		return false;
-	if (attr.comp_mask & ~uint32_t{IBV_CQ_INIT_ATTR_MASK_FLAGS})
+	if (attr.comp_mask & ~uint32_t{IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD})
 		return false;
 	return !(attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
 	       !(attr.flags & ~uint32_t{IBV_CREATE_CQ_ATTR_SINGLE_THREADED});
@@ -182,6 +186,12 @@ ibv_cq_ex *create_cq_ex(ibv_context *ibctx, ibv_cq_init_attr_ex *attr) noexcept
 {
 	if (!cq_init_attr_supported(*attr)) {
 		errno = EOPNOTSUPP;
+		return nullptr;
+	}
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || attr->parent_domain->context != ibctx ||
+	     !to_srnic_pd(attr->parent_domain)->is_parent_domain())) {
+		errno = EINVAL;
 		return nullptr;
 	}
 	std::unique_ptr<Cq> cq(new (std::nothrow) Cq{});

@@ -27,6 +27,42 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va, int acces
 	return &mr.release()->vmr.ibv_mr;
 }
 
+int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
+	     int access) noexcept
+{
+	struct ibv_rereg_mr cmd = {};
+	ib_uverbs_rereg_mr_resp resp = {};
+	const int err = ibv_cmd_rereg_mr(vmr, static_cast<uint32_t>(flags), addr, length,
+					 reinterpret_cast<uintptr_t>(addr), access, pd, &cmd,
+					 sizeof(cmd), &resp, sizeof(resp));
+	// ibv_rereg_mr() returns its own IBV_REREG_MR_ERR_CMD code: the cause
+	// reaches the caller only through errno.
+	if (err)
+		errno = err;
+	return err;
+}
+
+ibv_mr *import_mr(ibv_pd *pd, uint32_t mr_handle) noexcept
+{
+	std::unique_ptr<Mr> mr(new (std::nothrow) Mr{});
+	if (!mr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	const int err = ibv_cmd_query_mr(pd, &mr->vmr, mr_handle);
+	if (err) {
+		errno = err;
+		return nullptr;
+	}
+	return &mr.release()->vmr.ibv_mr;
+}
+
+void unimport_mr(ibv_mr *ibmr) noexcept
+{
+	static_assert(offsetof(verbs_mr, ibv_mr) == 0);
+	delete to_srnic_mr(reinterpret_cast<verbs_mr *>(ibmr));
+}
+
 int dereg_mr(verbs_mr *vmr) noexcept
 {
 	const int err = ibv_cmd_dereg_mr(vmr);

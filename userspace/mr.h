@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
-// Memory regions: reg_mr, dereg_mr and advise_mr. The kernel pins the pages
-// (or, for IBV_ACCESS_ON_DEMAND, faults them in when the engine touches them)
-// and owns the keys; the provider keeps only what libibverbs needs.
+// Memory regions: reg_mr, rereg_mr, dereg_mr, advise_mr, import_mr/unimport_mr.
+// The kernel pins the pages (or, for IBV_ACCESS_ON_DEMAND, faults them in when
+// the engine touches them) and owns the keys; the provider keeps only what
+// libibverbs needs.
 #ifndef SRNIC_MR_H
 #define SRNIC_MR_H
 
@@ -33,6 +34,20 @@ using RegMrResp = ib_uverbs_reg_mr_resp;
 // length or flag combination, EOPNOTSUPP for flags srnic lacks).
 [[nodiscard]] ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 			     int access) noexcept;
+
+// The rereg_mr verb (IBV_REREG_MR_CHANGE_TRANSLATION, _PD, _ACCESS; no
+// srnic data either way): lkey and rkey stay the same. Returns 0 or a
+// positive errno, also set in errno.
+int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
+	     int access) noexcept;
+
+// The import_mr verb: an MR of the context's user context by handle, its
+// keys and length queried from the kernel (its address is unknown: NULL).
+// nullptr with errno set on failure.
+[[nodiscard]] ibv_mr *import_mr(ibv_pd *pd, uint32_t mr_handle) noexcept;
+
+// The unimport_mr verb: forgets an imported MR without deregistering it.
+void unimport_mr(ibv_mr *ibmr) noexcept;
 
 // The dereg_mr verb; the MR stays valid if the kernel refuses.
 int dereg_mr(verbs_mr *vmr) noexcept;

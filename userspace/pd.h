@@ -1,6 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
-// Protection domains: alloc_pd and dealloc_pd.
+// Protection domains: alloc_pd and dealloc_pd; parent domains
+// (alloc_parent_domain), which dealloc_pd also frees.
+//
+// A parent domain wraps a protection domain: it carries that PD's kernel
+// handle, so every command given the parent domain (create_qp, create_srq,
+// reg_mr, create_ah) acts on the protection domain, and the kernel never
+// learns of it. srnic has no thread domains (alloc_td is EOPNOTSUPP). The
+// custom allocators are kept but never called: the only buffers srnic's
+// objects have are their rings, which are kernel memory (the engine reads
+// and writes them without pinning) mapped into the process, and the
+// provider allocates no other per-object buffer an allocator could supply.
 #ifndef SRNIC_PD_H
 #define SRNIC_PD_H
 
@@ -8,6 +18,7 @@
 
 #include <rdma/srnic-abi.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -17,6 +28,18 @@ namespace srnic
 struct Pd {
 	ibv_pd ibpd;  // first: libibverbs hands back &ibpd
 	uint32_t pdn; // the kernel's PD number, for WQEs and debugging
+	// Parent domains only: the protection domain wrapped, and the
+	// allocators and their context as given (see above).
+	Pd *protection_domain = nullptr;
+	void *(*alloc)(ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+		       uint64_t resource_type) = nullptr;
+	void (*free)(ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type) = nullptr;
+	void *pd_context = nullptr;
+	// Protection domains only: parent domains wrapping this one (it cannot
+	// be deallocated before them).
+	std::atomic<uint32_t> parent_domains{0};
+
+	[[nodiscard]] bool is_parent_domain() const noexcept { return protection_domain; }
 };
 
 [[nodiscard]] inline Pd *to_srnic_pd(ibv_pd *ibpd) noexcept
@@ -36,7 +59,24 @@ static_assert(sizeof(AllocPdResp) == sizeof(ibv_alloc_pd_resp_core) + sizeof(srn
 // The alloc_pd verb; nullptr with errno set on failure.
 [[nodiscard]] ibv_pd *alloc_pd(ibv_context *ibctx) noexcept;
 
-// The dealloc_pd verb; the PD stays valid if the kernel refuses.
+// The alloc_parent_domain verb: attr->pd must be a protection domain of
+// this context (EINVAL otherwise), attr->td NULL (EOPNOTSUPP otherwise);
+// nullptr with errno set on failure.
+[[nodiscard]] ibv_pd *alloc_parent_domain(ibv_context *ibctx,
+					  ibv_parent_domain_init_attr *attr) noexcept;
+
+// The import_pd verb: a PD of the context's user context by handle (another
+// ibv_context on the same command fd allocated it). srnic has no PD query:
+// the kernel checks the handle when a command uses it. The PD number is
+// unknown (0). nullptr with errno set on failure.
+[[nodiscard]] ibv_pd *import_pd(ibv_context *ibctx, uint32_t pd_handle) noexcept;
+
+// The unimport_pd verb: forgets an imported PD without deallocating it.
+void unimport_pd(ibv_pd *ibpd) noexcept;
+
+// The dealloc_pd verb, for protection and parent domains: EBUSY for a
+// protection domain some parent domain still wraps; the PD stays valid if
+// the kernel refuses.
 int dealloc_pd(ibv_pd *ibpd) noexcept;
 
 } // namespace srnic

@@ -2,6 +2,7 @@
 #include "qp.h"
 
 #include "context.h"
+#include "cq.h"
 #include "log.h"
 #include "qp_ex.h"
 
@@ -181,14 +182,38 @@ ibv_qp *create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) noexcept
 	return qp;
 }
 
+namespace
+{
+
+void discard_qp_cqes(ibv_cq *ibcq, uint32_t qpn) noexcept
+{
+	if (!ibcq)
+		return;
+	Cq &cq = *to_srnic_cq(ibcq);
+	SpinGuard guard(cq.lock);
+	if (cq.reader)
+		cq.reader->discard_qp_cqes(qpn);
+}
+
+} // namespace
+
 int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept
 {
 	struct ibv_modify_qp cmd = {};
 	const int err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
 	if (err)
 		return err;
-	if (attr_mask & IBV_QP_STATE)
+	if (attr_mask & IBV_QP_STATE) {
 		to_srnic_qp(ibqp)->state.store(attr->qp_state, std::memory_order_relaxed);
+		// A reset QP's completions not yet polled go with it (the kernel
+		// writes no more of them): a QP restarted from RESET must not
+		// poll its previous life's flushes.
+		if (attr->qp_state == IBV_QPS_RESET) {
+			discard_qp_cqes(ibqp->send_cq, ibqp->qp_num);
+			if (ibqp->recv_cq != ibqp->send_cq)
+				discard_qp_cqes(ibqp->recv_cq, ibqp->qp_num);
+		}
+	}
 	return 0;
 }
 

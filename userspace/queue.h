@@ -21,6 +21,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace srnic
 {
@@ -275,7 +276,50 @@ class CqReader
 
 	[[nodiscard]] const RingView &ring() const noexcept { return ring_; }
 
+	// Drops the unpolled completions of QP qpn and keeps the others in
+	// order (as mlx5 does when a QP is reset): the kept CQEs move towards
+	// the newest one, and the consumer index advances past the slots freed.
+	// Only slots the kernel has written and not been given back are
+	// touched; it writes new CQEs beyond them meanwhile. A moved CQE keeps
+	// its destination slot's owner byte, which already holds that slot's
+	// phase. Returns how many were dropped.
+	uint32_t discard_qp_cqes(uint32_t qpn) noexcept
+	{
+		uint32_t valid = 0;
+		while (valid < ring_.num_entries() && cqe_at_if_written(consumer_ + valid))
+			++valid;
+		constexpr size_t owner = offsetof(srnic_cqe, owner);
+		uint32_t dropped = 0;
+		for (uint32_t k = valid; k-- > 0;) {
+			auto *cqe = reinterpret_cast<srnic_cqe *>(ring_.entry(consumer_ + k));
+			if (cqe->qp_num == qpn) {
+				++dropped;
+			} else if (dropped) {
+				auto *dst = reinterpret_cast<std::byte *>(
+					ring_.entry(consumer_ + k + dropped));
+				auto *src = reinterpret_cast<const std::byte *>(cqe);
+				std::memcpy(dst, src, owner);
+				std::memcpy(dst + owner + 1, src + owner + 1,
+					    sizeof(srnic_cqe) - owner - 1);
+			}
+		}
+		if (dropped) {
+			consumer_ += dropped;
+			release_consumed();
+		}
+		return dropped;
+	}
+
     private:
+	// The CQE at free-running index, if the kernel has written it.
+	[[nodiscard]] const srnic_cqe *cqe_at_if_written(uint32_t index) const noexcept
+	{
+		auto *cqe = reinterpret_cast<srnic_cqe *>(ring_.entry(index));
+		const __u8 owner =
+			std::atomic_ref<__u8>(cqe->owner).load(std::memory_order_acquire);
+		return owner == cqe_owner_phase(index, ring_.num_entries()) ? cqe : nullptr;
+	}
+
 	RingView ring_;
 	uint32_t consumer_; // our next index; only we write the shared copy
 };

@@ -58,6 +58,7 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 constinit const verbs_context_ops srnic_context_ops = {
 	.advise_mr = srnic::advise_mr,
 	.alloc_mw = srnic::alloc_mw,
+	.alloc_parent_domain = srnic::alloc_parent_domain,
 	.alloc_pd = srnic::alloc_pd,
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.bind_mw = srnic::bind_mw,
@@ -79,6 +80,8 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srnic_free_context,
 	.get_srq_num = srnic::get_srq_num,
+	.import_mr = srnic::import_mr,
+	.import_pd = srnic::import_pd,
 	.modify_qp = srnic::modify_qp,
 	.modify_srq = srnic::modify_srq,
 	.open_qp = srnic::open_qp,
@@ -93,11 +96,22 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.query_srq = srnic::query_srq,
 	.reg_mr = srnic::reg_mr,
 	.req_notify_cq = srnic::req_notify_cq,
+	.rereg_mr = srnic::rereg_mr,
+	.resize_cq = srnic::resize_cq,
+	.unimport_mr = srnic::unimport_mr,
+	.unimport_pd = srnic::unimport_pd,
 };
 
 verbs_context *srnic_alloc_context(ibv_device *device, int cmd_fd, void * /*private_data*/) noexcept
 {
 	return srnic::open_context(device, cmd_fd, srnic_context_ops);
+}
+
+// ibv_import_device(): a context over a command fd whose user context
+// exists already.
+verbs_context *srnic_import_context(ibv_device *device, int cmd_fd) noexcept
+{
+	return srnic::import_context(device, cmd_fd, srnic_context_ops);
 }
 
 constinit const verbs_device_ops srnic_device_ops = {
@@ -109,6 +123,7 @@ constinit const verbs_device_ops srnic_device_ops = {
 	.match_table = srnic_match_table,
 	.match_device = srnic_match_device,
 	.alloc_context = srnic_alloc_context,
+	.import_context = srnic_import_context,
 	.alloc_device = srnic_alloc_device,
 	.uninit_device = srnic_uninit_device,
 };

@@ -89,6 +89,49 @@ std::optional<uint32_t> read_sysfs_abi_version(const char *ibdev_path) noexcept
 	return parse_abi_version(std::string_view(text, static_cast<size_t>(len)));
 }
 
+std::optional<srnic_alloc_ucontext_resp> parse_ucontext_attr(std::string_view text) noexcept
+{
+	if (text.ends_with('\n'))
+		text.remove_suffix(1);
+	uint32_t values[3];
+	const char *p = text.data();
+	const char *end = text.data() + text.size();
+	for (size_t i = 0; i < 3; ++i) {
+		if (i) {
+			if (p == end || *p != ' ')
+				return std::nullopt;
+			++p;
+		}
+		const auto [next, ec] = std::from_chars(p, end, values[i]);
+		if (ec != std::errc())
+			return std::nullopt;
+		p = next;
+	}
+	if (p != end)
+		return std::nullopt;
+	srnic_alloc_ucontext_resp resp = {};
+	resp.abi_version = SRNIC_ABI_VERSION;
+	resp.max_inline_data = values[0];
+	resp.queue_ctrl_size = values[1];
+	resp.page_size = values[2];
+	return resp;
+}
+
+std::optional<srnic_alloc_ucontext_resp> read_sysfs_ucontext(const char *ibdev_path) noexcept
+{
+	char path[IBV_SYSFS_PATH_MAX + sizeof("/" SRNIC_SYSFS_UCONTEXT_ATTR)];
+	const int path_len =
+		snprintf(path, sizeof(path), "%s/%s", ibdev_path, SRNIC_SYSFS_UCONTEXT_ATTR);
+	if (path_len < 0 || static_cast<size_t>(path_len) >= sizeof(path))
+		return std::nullopt;
+
+	char text[64];
+	const ssize_t len = read_small_file(path, text, sizeof(text));
+	if (len < 0)
+		return std::nullopt;
+	return parse_ucontext_attr(std::string_view(text, static_cast<size_t>(len)));
+}
+
 bool sysfs_dev_is_srnic(const verbs_sysfs_dev &sysfs_dev) noexcept
 {
 	const std::optional<uint32_t> version = read_sysfs_abi_version(sysfs_dev.ibdev_path);

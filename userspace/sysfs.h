@@ -8,6 +8,8 @@
 #ifndef SRNIC_SYSFS_H
 #define SRNIC_SYSFS_H
 
+#include <rdma/srnic-abi.h>
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -29,6 +31,17 @@ namespace srnic
 // warning when it is an srnic device of another ABI, so that a version skew
 // between module and provider does not look like a missing device.
 [[nodiscard]] bool sysfs_dev_is_srnic(const verbs_sysfs_dev &sysfs_dev) noexcept;
+
+// The alloc_ucontext answer a device publishes in SRNIC_SYSFS_UCONTEXT_ATTR:
+// "<max_inline_data> <queue_ctrl_size> <page_size>" and one optional newline;
+// nullopt for anything else. abi_version is set to SRNIC_ABI_VERSION (the
+// device matched with it).
+[[nodiscard]] std::optional<srnic_alloc_ucontext_resp>
+parse_ucontext_attr(std::string_view text) noexcept;
+
+// The same, read from an RDMA device directory (/sys/class/infiniband/<name>).
+[[nodiscard]] std::optional<srnic_alloc_ucontext_resp>
+read_sysfs_ucontext(const char *ibdev_path) noexcept;
 
 } // namespace srnic
 

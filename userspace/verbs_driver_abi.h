@@ -312,6 +312,11 @@ struct ibv_alloc_pd_resp_core {
 
 int ibv_cmd_get_context(struct verbs_context *context, struct ibv_get_context *cmd, size_t cmd_size,
 			struct ib_uverbs_get_context_resp *resp, size_t resp_size);
+// UVERBS_METHOD_QUERY_CONTEXT: num_comp_vectors and the device's core
+// support; driver (libibverbs' struct ibv_command_buffer) may be NULL, as
+// srnic passes it. Returns 0 or a positive errno.
+struct ibv_command_buffer;
+int ibv_cmd_query_context(struct ibv_context *context, struct ibv_command_buffer *driver);
 int ibv_cmd_query_device_any(struct ibv_context *context,
 			     const struct ibv_query_device_ex_input *input,
 			     struct ibv_device_attr_ex *attr, size_t attr_size,
@@ -348,6 +353,22 @@ int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type, struct ibv_mw *mw
 		     size_t resp_size);
 // Returns 0 or a positive errno.
 int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
+
+// UVERBS_METHOD_QUERY_MR on mr_handle: fills vmr's keys and length, its
+// handle, context and pd (addr NULL), type IBV_MR_TYPE_IMPORTED_MR.
+// Returns 0 or a positive errno.
+int ibv_cmd_query_mr(struct ibv_pd *pd, struct verbs_mr *vmr, uint32_t mr_handle);
+
+struct ibv_rereg_mr {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_rereg_mr)];
+};
+
+// Fills cmd, updates vmr's keys (and context with IBV_REREG_MR_CHANGE_PD);
+// returns 0 or a positive errno.
+int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr, size_t length,
+		     uint64_t hca_va, int access, struct ibv_pd *pd, struct ibv_rereg_mr *cmd,
+		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp, size_t resp_sz);
 
 // ---- Completion queues and queue pairs (driver.h, kern-abi.h) ------------
 
@@ -408,7 +429,18 @@ struct ibv_query_qp {
 	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_query_qp)];
 };
 
+struct ibv_resize_cq {
+	struct ib_uverbs_cmd_hdr hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_resize_cq)];
+};
+
 // The fixed parts of the kernel's responses, which end in driver_data[].
+// struct ib_uverbs_resize_cq_resp's:
+struct alignas(8) ibv_resize_cq_resp_core {
+	__u32 cqe;
+	__u32 reserved;
+};
+
 struct alignas(8) ibv_create_cq_resp_core {
 	__u32 cq_handle;
 	__u32 cqe;
@@ -442,6 +474,9 @@ int ibv_cmd_create_cq_ex(struct ibv_context *context, const struct ibv_cq_init_a
 			 struct ib_uverbs_ex_create_cq_resp *resp, size_t resp_size,
 			 uint32_t cmd_flags);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+// Returns 0 or a positive errno; sets cq->cqe from the response.
+int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd, size_t cmd_size,
+		      struct ib_uverbs_resize_cq_resp *resp, size_t resp_size);
 int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 			 struct ibv_qp_init_attr_ex *attr_ex, struct ibv_create_qp *cmd,
 			 size_t cmd_size, struct ib_uverbs_create_qp_resp *resp, size_t resp_size);

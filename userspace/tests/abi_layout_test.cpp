@@ -5,6 +5,7 @@
 // it as udata; its lengths are listed here so the kernel side can check them).
 #include "ah.h"
 #include "context.h"
+#include "cq.h"
 #include "mr.h"
 #include "pd.h"
 #include "verbs_driver_abi.h"
@@ -97,6 +98,24 @@ TEST(VerbsCommands, RegMrCarriesNoSrnicData)
 	EXPECT_EQ(sizeof(RegMrResp), sizeof(ib_uverbs_reg_mr_resp));
 	EXPECT_EQ(offsetof(RegMrCmd, access_flags) - sizeof(ib_uverbs_cmd_hdr),
 		  offsetof(ib_uverbs_reg_mr, access_flags));
+}
+
+TEST(VerbsCommands, ResizeCqCarriesTheSrnicRequestAndResponse)
+{
+	// The core request is ib_uverbs_resize_cq (response, cq_handle, cqe);
+	// the kernel's udata starts right after it, and its response after the
+	// 8-byte ib_uverbs_resize_cq_resp.
+	EXPECT_EQ(sizeof(struct ibv_resize_cq), sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_resize_cq));
+	EXPECT_EQ((udata_inlen<ResizeCqCmd, struct ibv_resize_cq>()), 8u);
+	EXPECT_EQ(offsetof(ResizeCqCmd, driver), sizeof(struct ibv_resize_cq));
+	EXPECT_EQ(sizeof(ibv_resize_cq_resp_core), sizeof(ib_uverbs_resize_cq_resp));
+	EXPECT_EQ(offsetof(ResizeCqResp, driver), sizeof(ib_uverbs_resize_cq_resp));
+	EXPECT_EQ(sizeof(ResizeCqResp) - sizeof(ib_uverbs_resize_cq_resp), 24u);
+}
+
+TEST(VerbsCommands, ReregMrCarriesNoSrnicData)
+{
+	EXPECT_EQ(sizeof(struct ibv_rereg_mr), sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_rereg_mr));
 }
 
 TEST(VerbsDriverAbi, SentinelMatchEntryIsAllZero)

@@ -7,6 +7,7 @@
 // before any command is sent.
 #include "cq_ex.h"
 #include "fake_ring.h"
+#include "pd.h"
 
 #include <gtest/gtest.h>
 
@@ -243,11 +244,22 @@ TEST(CqExCreate, UnsupportedAttributesAreEopnotsupp)
 	errno = 0;
 	EXPECT_EQ(create_cq_ex(nullptr, &attr), nullptr);
 	EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+TEST(CqExCreate, ParentDomainMustBeOneOfThisContext)
+{
+	ibv_context ctx = {};
+	Pd pd = {};
+	pd.ibpd.context = &ctx;
+	ibv_cq_init_attr_ex attr = {};
+	attr.cqe = 4;
 	attr.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
-	attr.flags = 0;
-	errno = 0;
-	EXPECT_EQ(create_cq_ex(nullptr, &attr), nullptr);
-	EXPECT_EQ(errno, EOPNOTSUPP);
+	for (ibv_pd *given : {static_cast<ibv_pd *>(nullptr), &pd.ibpd}) {
+		attr.parent_domain = given; // none, or a protection domain
+		errno = 0;
+		EXPECT_EQ(create_cq_ex(&ctx, &attr), nullptr);
+		EXPECT_EQ(errno, EINVAL);
+	}
 }
 
 } // namespace

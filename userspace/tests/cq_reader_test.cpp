@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -216,6 +218,72 @@ TEST_F(CqReaderTest, ConcurrentKernelAndReaderAgree)
 	EXPECT_EQ(expected, kCount) << "stalled";
 	EXPECT_EQ(mismatches, 0u);
 	EXPECT_EQ(reader.check_owner_then_acquire_cqe(), nullptr);
+}
+
+} // namespace
+} // namespace srnic::test
+
+namespace srnic::test
+{
+namespace
+{
+
+// A QP reset drops its unpolled completions and keeps the others in order,
+// across a lap boundary, with the kernel writing more afterwards.
+TEST(CqReaderDiscard, DropsOneQpsCompletionsKeepsTheRestInOrder)
+{
+	constexpr uint32_t entries = 8;
+	FakeRingMemory memory(entries, sizeof(srnic_cqe));
+	ASSERT_TRUE(memory.valid());
+	FakeKernelCq kernel(memory.view());
+	CqReader reader(memory.view());
+
+	auto cqe_of = [](uint64_t wr_id, uint32_t qpn) {
+		srnic_cqe c = {};
+		c.wr_id = wr_id;
+		c.qp_num = qpn;
+		return c;
+	};
+	// Advance 5 into the first lap, so the kept CQEs straddle the wrap.
+	for (uint64_t i = 0; i < 5; ++i)
+		ASSERT_TRUE(kernel.complete(cqe_of(i, 1)));
+	for (int i = 0; i < 5; ++i) {
+		ASSERT_NE(reader.check_owner_then_acquire_cqe(), nullptr);
+		reader.consume_cqe();
+	}
+	reader.release_consumed();
+
+	const uint32_t qpns[] = {2, 3, 2, 2, 3, 3, 2};
+	for (uint64_t i = 0; i < 7; ++i)
+		ASSERT_TRUE(kernel.complete(cqe_of(100 + i, qpns[i])));
+	EXPECT_EQ(reader.discard_qp_cqes(2), 4u);
+	EXPECT_EQ(reader.discard_qp_cqes(2), 0u);
+	EXPECT_EQ(memory.ctrl().consumer, 5u + 4u);
+	// Room for the slots given back.
+	for (uint64_t i = 0; i < 4; ++i)
+		ASSERT_TRUE(kernel.complete(cqe_of(200 + i, 3)));
+
+	std::vector<uint64_t> got;
+	while (const srnic_cqe *c = reader.check_owner_then_acquire_cqe()) {
+		EXPECT_EQ(c->qp_num, 3u);
+		got.push_back(c->wr_id);
+		reader.consume_cqe();
+	}
+	EXPECT_EQ(got, (std::vector<uint64_t>{101, 104, 105, 200, 201, 202, 203}));
+}
+
+TEST(CqReaderDiscard, EmptyOrForeignRingIsUntouched)
+{
+	FakeRingMemory memory(4, sizeof(srnic_cqe));
+	ASSERT_TRUE(memory.valid());
+	FakeKernelCq kernel(memory.view());
+	CqReader reader(memory.view());
+	EXPECT_EQ(reader.discard_qp_cqes(9), 0u);
+	ASSERT_TRUE(kernel.complete(11));
+	EXPECT_EQ(reader.discard_qp_cqes(9), 0u); // kernel.complete() uses QP 7
+	const srnic_cqe *c = reader.check_owner_then_acquire_cqe();
+	ASSERT_NE(c, nullptr);
+	EXPECT_EQ(c->wr_id, 11u);
 }
 
 } // namespace

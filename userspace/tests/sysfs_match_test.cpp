@@ -137,3 +137,30 @@ TEST_F(FakeSysfs, SurvivesAMaximalPath)
 
 } // namespace
 } // namespace srnic::test
+
+namespace srnic::test
+{
+namespace
+{
+
+TEST(UcontextAttr, ParsesWhatTheKernelPrints)
+{
+	const auto resp = parse_ucontext_attr("512 4096 4096\n");
+	ASSERT_TRUE(resp);
+	EXPECT_EQ(resp->abi_version, uint32_t{SRNIC_ABI_VERSION});
+	EXPECT_EQ(resp->max_inline_data, 512u);
+	EXPECT_EQ(resp->queue_ctrl_size, 4096u);
+	EXPECT_EQ(resp->page_size, 4096u);
+	EXPECT_TRUE(parse_ucontext_attr("0 64 65536"));
+}
+
+TEST(UcontextAttr, RejectsAnythingElse)
+{
+	for (const char *text : {"", "\n", "512 4096", "512 4096 4096 1", "512  4096 4096",
+				 " 512 4096 4096", "512 4096 4096\n\n", "512 4096 -1",
+				 "512 4096 99999999999", "a b c", "512,4096,4096"})
+		EXPECT_FALSE(parse_ucontext_attr(text)) << '"' << text << '"';
+}
+
+} // namespace
+} // namespace srnic::test

@@ -34,6 +34,15 @@
  */
 #define SRNIC_SYSFS_ABI_ATTR "srnic_abi_version"
 
+/*
+ * The sysfs attribute (/sys/class/infiniband/<dev>/srnic_ucontext) holding
+ * what alloc_ucontext answers in struct srnic_alloc_ucontext_resp, as
+ * "<max_inline_data> <queue_ctrl_size> <page_size>\n" in decimal. A
+ * provider that imports a context (ibv_import_device(): the context was
+ * allocated by another process's provider) reads it there.
+ */
+#define SRNIC_SYSFS_UCONTEXT_ATTR "srnic_ucontext"
+
 /* Cache line size the shared records are laid out for. */
 #define SRNIC_CACHELINE_SIZE 64
 
@@ -109,6 +118,22 @@ struct srnic_create_srq_resp {
 struct srnic_create_ah_resp {
 	__u32 ah_num;
 	__u32 reserved;
+};
+
+/*
+ * resize_cq: the request is one reserved u64 like create_cq's. The
+ * response describes the CQ's new ring, which replaces the old one: it holds
+ * the CQEs the provider had not polled, in order, from index 0 (producer and
+ * consumer restart at 0; notify and notify_seq carry over). The provider
+ * maps it and unmaps the old ring. It follows the 8-byte struct
+ * ib_uverbs_resize_cq_resp.
+ */
+struct srnic_resize_cq_req {
+	__aligned_u64 reserved;
+};
+
+struct srnic_resize_cq_resp {
+	struct srnic_queue_desc ring;
 };
 
 /* ---- Shared queue control record ----------------------------------- */
@@ -289,6 +314,8 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_resp, 56);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_resp, 32);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_ah_resp, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_resize_cq_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_resize_cq_resp, 24);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_queue_ctrl, 3 * SRNIC_CACHELINE_SIZE);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_sge, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_send_wqe, 64);
