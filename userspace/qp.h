@@ -84,6 +84,14 @@ inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> rc_send_opcode_supported =
 	return ok;
 }();
 
+// Send opcodes an XRC_SEND QP accepts: RC's but the memory-window ones (the
+// XRC responder does not invalidate, and windows are bound through RC QPs).
+inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> xrc_send_opcode_supported = [] {
+	std::array<bool, IBV_WR_DRIVER1 + 1> ok = rc_send_opcode_supported;
+	ok[IBV_WR_SEND_WITH_INV] = ok[IBV_WR_BIND_MW] = ok[IBV_WR_LOCAL_INV] = false;
+	return ok;
+}();
+
 // Send opcodes a UD QP accepts, indexed by IBV_WR_*.
 inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> ud_send_opcode_supported = [] {
 	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
@@ -248,9 +256,10 @@ inline int encode_send_wqe_inline(const Qp &qp, srnic_send_wqe &wqe, const Buf *
 {
 	if (type == IBV_QPT_XRC_RECV)
 		return false; // it only receives
-	const auto &supported = type == IBV_QPT_UD   ? ud_send_opcode_supported
-				: type == IBV_QPT_UC ? uc_send_opcode_supported
-						     : rc_send_opcode_supported;
+	const auto &supported = type == IBV_QPT_UD	   ? ud_send_opcode_supported
+				: type == IBV_QPT_UC	   ? uc_send_opcode_supported
+				: type == IBV_QPT_XRC_SEND ? xrc_send_opcode_supported
+							   : rc_send_opcode_supported;
 	return opcode < supported.size() && supported[opcode];
 }
 
