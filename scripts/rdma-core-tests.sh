@@ -34,13 +34,12 @@ if [ "${1:-}" = --compare ]; then
 fi
 modules=("$@")
 # Default: the modules tests/test_rdma_core.py holds to no failure.
-DEFAULT_MODULES=(test_device test_pd test_mr test_cq test_cq_events test_cqex test_qp test_qpex
-	test_addr test_atomic)
 # Every module of rdma-core 44's suite that is not vendor-specific (mlx5,
 # efa) and needs no CUDA.
 GENERIC_MODULES=(test_addr test_atomic test_cq test_cq_events test_cqex test_device test_fork
 	test_mr test_odp test_parent_domain test_pd test_qp test_qpex test_rdmacm
 	test_relaxed_ordering test_shared_pd test_tag_matching test_flow test_rss_traffic)
+DEFAULT_MODULES=("${GENERIC_MODULES[@]}")
 if [ ${#modules[@]} -eq 0 ]; then
 	if [ $compare = 1 ]; then
 		modules=("${GENERIC_MODULES[@]}")

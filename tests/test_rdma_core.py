@@ -20,18 +20,29 @@ import pytest
 
 SUITE_SRC = "/usr/share/doc/rdma-core/tests"
 
-# Module -> fewest passing tests accepted (rdma-core 44.0).
+# Module -> fewest passing tests accepted (rdma-core 44.0): the 19 generic
+# modules of issue 4; scripts/rdma-core-compare.sh prints srnic's and rxe's
+# counts from one boot. A module with 0 still must not fail or error.
 MIN_PASSED = {
-    "test_device": 13,
-    "test_pd": 4,
-    "test_mr": 1,
-    "test_cq": 3,
-    "test_cq_events": 2,
-    "test_cqex": 4,
-    "test_qp": 21,
-    "test_qpex": 16,
     "test_addr": 3,
-    "test_atomic": 7,
+    "test_atomic": 9,
+    "test_cq": 4,
+    "test_cq_events": 2,
+    "test_cqex": 5,
+    "test_device": 13,
+    "test_fork": 1,
+    "test_mr": 12,
+    "test_odp": 16,
+    "test_parent_domain": 6,
+    "test_pd": 4,
+    "test_qp": 21,
+    "test_qpex": 19,
+    "test_rdmacm": 10,
+    "test_relaxed_ordering": 3,
+    "test_shared_pd": 1,
+    "test_tag_matching": 0,
+    "test_flow": 0,
+    "test_rss_traffic": 0,
 }
 
 if not os.path.isdir(SUITE_SRC):
