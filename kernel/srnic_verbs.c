@@ -30,10 +30,13 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->max_mr_size = SRNIC_MAX_MR_SIZE;
 	attr->page_size_cap = PAGE_SIZE;
 	attr->max_mr = SRNIC_MAX_MR;
-	/* Type 1 and type 2B windows (srnic_mw.c). */
+	/*
+	 * Type 1 and type 2B windows (srnic_mw.c); XRC domains, SRQs and QPs
+	 * (srnic_srq.c, srnic_qp.c).
+	 */
 	attr->max_mw = SRNIC_MAX_MW;
 	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW |
-				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B | IB_DEVICE_XRC;
 	attr->vendor_id = SRNIC_VENDOR_ID;
 	attr->vendor_part_id = SRNIC_VENDOR_PART_ID;
 	attr->hw_ver = SRNIC_ABI_VERSION;
@@ -66,8 +69,6 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->masked_atomic_cap = IB_ATOMIC_NONE;
 	/* `rdma link delete` may remove the device it created. */
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
-	/* XRC domains, SRQs and QPs (srnic_srq.c, srnic_qp.c). */
-	attr->device_cap_flags = IB_DEVICE_XRC;
 	/*
 	 * On-demand paging (srnic_odp.c): explicit and implicit ODP MRs work
 	 * for every operation of every QP type srnic has, since all of them
