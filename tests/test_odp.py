@@ -213,13 +213,13 @@ def test_odp_caps(rc):
 def test_registration_errnos(rc):
     """ODP registrations srnic refuses: an empty range; an implicit MR
     asking for huge pages (ib_umem_odp_alloc_implicit()); a flag srnic
-    lacks (memory windows) with ON_DEMAND."""
+    lacks (zero-based) with ON_DEMAND."""
     pd = rc.a.pd
     lw = e.IBV_ACCESS_LOCAL_WRITE
     for code, length, access, implicit in (
             (errno.EINVAL, 0, lw | ODP, False),
             (errno.EINVAL, 0, lw | ODP | e.IBV_ACCESS_HUGETLB, True),
-            (errno.EOPNOTSUPP, 0, lw | ODP | e.IBV_ACCESS_MW_BIND, True)):
+            (errno.EOPNOTSUPP, 0, lw | ODP | e.IBV_ACCESS_ZERO_BASED, True)):
         with pytest.raises(PyverbsRDMAError) as ex:
             MR(pd, length, access, implicit=implicit)
         assert ex.value.error_code == code, ex.value

@@ -625,9 +625,18 @@ def test_open_qp(topology, tmp_path):
 # ---- ibv_xsrq_pingpong ------------------------------------------------------------
 
 @pytest.mark.parametrize("size", [64, 4096])
-def test_xsrq_pingpong(topology, tmp_path, size):
+def test_xsrq_pingpong(topology, tmp_path, size, request):
     if topology.same_device:
         pytest.skip("ibv_xsrq_pingpong needs two devices")
+    if topology.id == "veth-one-netns":
+        # A known bug, not a flaky test: between two devices of one netns
+        # (local delivery) a run sometimes exchanges no message at all and
+        # both ends wait until killed, without an error completion (seen
+        # at 64 B and 4096 B, about one run in three). Over the wire
+        # (veth-two-netns) it passes; to be found.
+        request.applymarker(pytest.mark.xfail(
+            reason="XRC local delivery between devices sometimes stalls",
+            strict=False))
     port = next(ports)
 
     def argv(end):
