@@ -38,6 +38,7 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->max_cq = SRNIC_MAX_CQ;
 	attr->max_cqe = SRNIC_MAX_CQE;
 	attr->max_qp = SRNIC_MAX_QP;
+	attr->max_dm_size = to_srnic_dev(ibdev)->max_dm_size;
 	attr->max_qp_wr = SRNIC_MAX_QP_WR;
 	attr->max_srq = SRNIC_MAX_SRQ;
 	attr->max_srq_wr = SRNIC_MAX_SRQ_WR;
@@ -317,6 +318,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = SRNIC_ABI_VERSION,
 
+	.alloc_dm = srnic_alloc_dm,
 	.alloc_hw_port_stats = srnic_alloc_hw_port_stats,
 	.alloc_mr = srnic_alloc_mr,
 	.alloc_pd = srnic_alloc_pd,
@@ -326,6 +328,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.create_qp = srnic_create_qp,
 	.create_srq = srnic_create_srq,
 	.create_user_ah = srnic_create_ah,
+	.dealloc_dm = srnic_dealloc_dm,
 	.dealloc_driver = srnic_dev_dealloc,
 	.dealloc_pd = srnic_dealloc_pd,
 	.dealloc_ucontext = srnic_dealloc_ucontext,
@@ -357,6 +360,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.query_port = srnic_query_port,
 	.query_qp = srnic_query_qp,
 	.query_srq = srnic_query_srq,
+	.reg_dm_mr = srnic_reg_dm_mr,
 	.reg_user_mr = srnic_reg_user_mr,
 	.req_notify_cq = srnic_req_notify_cq,
 

@@ -8,6 +8,7 @@
 #include "cq.h"
 #include "cq_ex.h"
 #include "device.h"
+#include "dm.h"
 #include "mr.h"
 #include "pd.h"
 #include "qp.h"
@@ -55,6 +56,7 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 // others keep libibverbs' defaults, which fail with EOPNOTSUPP (get_srq_num,
 // for one: it is only for XRC SRQs).
 constinit const verbs_context_ops srnic_context_ops = {
+	.alloc_dm = srnic::alloc_dm,
 	.alloc_pd = srnic::alloc_pd,
 	.create_ah = srnic::create_ah,
 	.create_cq = srnic::create_cq,
@@ -70,6 +72,7 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.destroy_qp = srnic::destroy_qp,
 	.destroy_srq = srnic::destroy_srq,
 	.free_context = srnic_free_context,
+	.free_dm = srnic::free_dm,
 	.modify_qp = srnic::modify_qp,
 	.modify_srq = srnic::modify_srq,
 	.poll_cq = srnic::poll_cq,
@@ -80,6 +83,7 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.query_port = srnic::query_port,
 	.query_qp = srnic::query_qp,
 	.query_srq = srnic::query_srq,
+	.reg_dm_mr = srnic::reg_dm_mr,
 	.reg_mr = srnic::reg_mr,
 	.req_notify_cq = srnic::req_notify_cq,
 };

@@ -19,6 +19,7 @@
 #define SRNIC_ABI_USER_H
 
 #include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 /*
  * Bumped on every incompatible change of anything in this file. The kernel
@@ -109,6 +110,23 @@ struct srnic_create_srq_resp {
 struct srnic_create_ah_resp {
 	__u32 ah_num;
 	__u32 reserved;
+};
+
+/*
+ * Device memory. UVERBS_METHOD_DM_ALLOC (an ioctl method without udata)
+ * carries one srnic attribute, SRNIC_ATTR_ALLOC_DM_RESP, a mandatory
+ * output into which the kernel writes struct srnic_alloc_dm_resp: where
+ * the provider maps the whole allocation (mmap() of the uverbs fd, length
+ * mmap_size, a multiple of the page size) for ibv_memcpy_to/from_dm().
+ * Driver attribute ids live in the driver namespace of the method.
+ */
+enum srnic_alloc_dm_attrs {
+	SRNIC_ATTR_ALLOC_DM_RESP = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+struct srnic_alloc_dm_resp {
+	__aligned_u64 mmap_offset;
+	__aligned_u64 mmap_size;
 };
 
 /* ---- Shared queue control record ----------------------------------- */
@@ -279,5 +297,6 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_sge, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_send_wqe, 64);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_recv_wqe, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_cqe, 64);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_dm_resp, 16);
 
 #endif /* SRNIC_ABI_USER_H */
