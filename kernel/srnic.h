@@ -917,6 +917,9 @@ void srnic_engine_task_start(struct srnic_engine_task *task);
 void srnic_engine_task_stop(struct srnic_engine_task *task);
 void srnic_engine_task_schedule(struct srnic_engine_task *task);
 
+/* srnic_verbs.c: ib_device.driver_def, srnic's uverbs ioctl additions */
+extern const struct uapi_definition srnic_uapi_defs[];
+
 /* srnic_dm.c: device memory */
 void srnic_dm_init(struct srnic_dev *sdev);
 struct ib_dm *srnic_alloc_dm(struct ib_device *ibdev,
@@ -924,7 +927,7 @@ struct ib_dm *srnic_alloc_dm(struct ib_device *ibdev,
 			     struct ib_dm_alloc_attr *attr,
 			     struct uverbs_attr_bundle *attrs);
 int srnic_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs);
-extern const struct uapi_definition srnic_uapi_defs[];
+extern const struct uapi_definition srnic_dm_uapi_defs[];
 
 /* srnic_queue.c: rings shared with the provider */
 int srnic_queue_init(struct srnic_queue *q, u32 num_entries, u32 entry_size);

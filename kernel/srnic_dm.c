@@ -154,8 +154,39 @@ ADD_UVERBS_ATTRIBUTES_SIMPLE(srnic_dm_alloc_attrs, UVERBS_OBJECT_DM,
 						 UVERBS_ATTR_TYPE(struct srnic_alloc_dm_resp),
 						 UA_MANDATORY));
 
-/* ib_device.driver_def: srnic's additions to the uverbs ioctl methods. */
-const struct uapi_definition srnic_uapi_defs[] = {
+/*
+ * SRNIC_METHOD_DM_QUERY: the mapping and length of a DM of the context, for
+ * ibv_import_dm() in another verbs context on the same uverbs file.
+ */
+static int UVERBS_HANDLER(SRNIC_METHOD_DM_QUERY)(struct uverbs_attr_bundle *attrs)
+{
+	struct ib_dm *ibdm =
+		uverbs_attr_get_obj(attrs, SRNIC_ATTR_QUERY_DM_HANDLE);
+	struct srnic_dm *dm = to_srnic_dm(ibdm);
+	struct srnic_query_dm_resp resp = {
+		.mmap_offset = rdma_user_mmap_get_offset(dm->mmap_entry),
+		.mmap_size = dm->size,
+		.length = ibdm->length,
+	};
+
+	return uverbs_copy_to(attrs, SRNIC_ATTR_QUERY_DM_RESP, &resp,
+			      sizeof(resp));
+}
+
+DECLARE_UVERBS_NAMED_METHOD(SRNIC_METHOD_DM_QUERY,
+			    UVERBS_ATTR_IDR(SRNIC_ATTR_QUERY_DM_HANDLE,
+					    UVERBS_OBJECT_DM,
+					    UVERBS_ACCESS_READ, UA_MANDATORY),
+			    UVERBS_ATTR_PTR_OUT(SRNIC_ATTR_QUERY_DM_RESP,
+						UVERBS_ATTR_TYPE(struct srnic_query_dm_resp),
+						UA_MANDATORY));
+
+DECLARE_UVERBS_GLOBAL_METHODS(UVERBS_OBJECT_DM,
+			      &UVERBS_METHOD(SRNIC_METHOD_DM_QUERY));
+
+/* srnic's additions to the DM object's uverbs ioctl methods. */
+const struct uapi_definition srnic_dm_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &srnic_dm_alloc_attrs),
+	UAPI_DEF_CHAIN_OBJ_TREE_NAMED(UVERBS_OBJECT_DM),
 	{},
 };

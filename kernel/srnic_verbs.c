@@ -16,6 +16,9 @@
 
 #include "srnic.h"
 
+#define UVERBS_MODULE_NAME srnic
+#include <rdma/uverbs_named_ioctl.h>
+
 static int srnic_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
 			      struct ib_udata *udata)
@@ -196,16 +199,22 @@ int srnic_udata_check_reserved_req(struct ib_udata *udata)
 	return srnic_udata_check_tail(udata, sizeof(reserved));
 }
 
-static int srnic_alloc_ucontext(struct ib_ucontext *ibuc,
-				struct ib_udata *udata)
+/* What the provider learns of a context when it opens or imports it. */
+static void srnic_ucontext_resp(struct srnic_alloc_ucontext_resp *resp)
 {
-	struct srnic_alloc_ucontext_req req = {};
-	struct srnic_alloc_ucontext_resp resp = {
+	*resp = (struct srnic_alloc_ucontext_resp){
 		.abi_version = SRNIC_ABI_VERSION,
 		.max_inline_data = SRNIC_MAX_INLINE_DATA,
 		.queue_ctrl_size = SRNIC_QUEUE_CTRL_SIZE,
 		.page_size = PAGE_SIZE,
 	};
+}
+
+static int srnic_alloc_ucontext(struct ib_ucontext *ibuc,
+				struct ib_udata *udata)
+{
+	struct srnic_alloc_ucontext_req req = {};
+	struct srnic_alloc_ucontext_resp resp;
 	int err;
 
 	/* The provider must say which ABI it speaks. */
@@ -224,9 +233,41 @@ static int srnic_alloc_ucontext(struct ib_ucontext *ibuc,
 	if (err)
 		return err;
 
+	srnic_ucontext_resp(&resp);
 	return ib_copy_to_udata(udata, &resp,
 				min_t(size_t, udata->outlen, sizeof(resp)));
 }
+
+/*
+ * The query_ucontext verb (UVERBS_METHOD_QUERY_CONTEXT): what a provider
+ * importing the context (ibv_import_device()) needs, the alloc_ucontext
+ * response, in SRNIC_ATTR_QUERY_CONTEXT_RESP when it asks for it.
+ */
+static int srnic_query_ucontext(struct ib_ucontext *ibuc,
+				struct uverbs_attr_bundle *attrs)
+{
+	struct srnic_alloc_ucontext_resp resp;
+	int err;
+
+	srnic_ucontext_resp(&resp);
+	err = uverbs_copy_to(attrs, SRNIC_ATTR_QUERY_CONTEXT_RESP, &resp,
+			     sizeof(resp));
+	return IS_UVERBS_COPY_ERR(err) ? err : 0;
+}
+
+ADD_UVERBS_ATTRIBUTES_SIMPLE(srnic_query_context_attrs, UVERBS_OBJECT_DEVICE,
+			     UVERBS_METHOD_QUERY_CONTEXT,
+			     UVERBS_ATTR_PTR_OUT(SRNIC_ATTR_QUERY_CONTEXT_RESP,
+						 UVERBS_ATTR_TYPE(struct srnic_alloc_ucontext_resp),
+						 UA_OPTIONAL));
+
+/* ib_device.driver_def: srnic's additions to the uverbs ioctl methods. */
+const struct uapi_definition srnic_uapi_defs[] = {
+	UAPI_DEF_CHAIN(srnic_dm_uapi_defs),
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DEVICE,
+				&srnic_query_context_attrs),
+	{},
+};
 
 static void srnic_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
@@ -360,6 +401,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.query_port = srnic_query_port,
 	.query_qp = srnic_query_qp,
 	.query_srq = srnic_query_srq,
+	.query_ucontext = srnic_query_ucontext,
 	.reg_dm_mr = srnic_reg_dm_mr,
 	.reg_user_mr = srnic_reg_user_mr,
 	.req_notify_cq = srnic_req_notify_cq,

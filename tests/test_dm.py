@@ -6,7 +6,8 @@ module parameter; allocation and free of many sizes and alignments; the
 errors of invalid requests; the device-wide budget (exhausted, released by
 free and by a killed process); copies in and out (fresh memory reads as
 zeroes, what was written reads back, unaligned or out-of-bounds copies fail
-with EINVAL); DM MR registration and its errors.
+with EINVAL); DM MR registration and its errors; a DM imported into a
+context on a dup()ed command fd.
 
 Traffic over the topologies of tests/topology.py: zero-based DM MRs as
 SEND source and receive target, RDMA WRITE target and READ source, an MR at
@@ -253,6 +254,27 @@ def test_dm_mr_keeps_working_while_registered_twice(ctx):
     b.close()
     dm.close()
     pd.close()
+
+
+def test_import_dm(ctx):
+    """A DM imported into a context on a dup()ed command fd
+    (ibv_import_device(), ibv_import_dm()) is the same memory."""
+    with alloc(ctx, 2 * PAGE + 8) as dm:
+        with Context(cmd_fd=os.dup(ctx.cmd_fd)) as imported_ctx:
+            assert imported_ctx.query_device_ex().max_dm_size == \
+                ctx.query_device_ex().max_dm_size
+            imported = DM(imported_ctx, handle=dm.handle)
+            data = payload(2 * PAGE + 8)
+            dm.copy_to_dm(0, data, len(data))
+            assert imported.copy_from_dm(0, len(data)) == data
+            imported.copy_to_dm(PAGE, b"\x11" * 8, 8)
+            assert dm.copy_from_dm(PAGE, 8) == b"\x11" * 8
+            # Bounded by the length the owner asked for.
+            expect_errno(errno.EINVAL, imported.copy_from_dm, 2 * PAGE + 8, 4)
+            expect_errno(errno.ENOENT, DM, imported_ctx, handle=dm.handle + 1000)
+            imported.unimport()
+        # The owner's DM is still there.
+        assert dm.copy_from_dm(0, 8) == data[:8]
 
 
 # ---- traffic ----------------------------------------------------------------

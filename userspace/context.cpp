@@ -2,6 +2,9 @@
 #include "context.h"
 
 #include "log.h"
+#include "uverbs_ioctl.h"
+
+#include <rdma/ib_user_ioctl_cmds.h>
 
 #include <bit>
 #include <cerrno>
@@ -49,6 +52,25 @@ uint32_t host_page_size() noexcept
 	return static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
 }
 
+// The end of opening or importing: checks what the kernel said of the
+// context, keeps it and installs the verbs.
+verbs_context *finish_open(ContextPtr ctx, const srnic_alloc_ucontext_resp &resp,
+			   const verbs_context_ops &ops) noexcept
+{
+	if (const char *problem = ucontext_resp_problem(resp, host_page_size())) {
+		srnic_err(&ctx->ibv_ctx, "unusable alloc_ucontext response: %s\n", problem);
+		return fail_open(std::move(ctx), EPROTO);
+	}
+
+	ctx->limits = {
+		.max_inline_data = resp.max_inline_data,
+		.queue_ctrl_size = resp.queue_ctrl_size,
+		.page_size = resp.page_size,
+	};
+	verbs_set_ops(&ctx->ibv_ctx, &ops);
+	return &ctx.release()->ibv_ctx;
+}
+
 } // namespace
 
 const char *ucontext_resp_problem(const srnic_alloc_ucontext_resp &resp,
@@ -87,18 +109,30 @@ verbs_context *open_context(ibv_device *device, int cmd_fd, const verbs_context_
 		return fail_open(std::move(ctx), err);
 	}
 
-	if (const char *problem = ucontext_resp_problem(resp.driver, host_page_size())) {
-		srnic_err(&ctx->ibv_ctx, "unusable alloc_ucontext response: %s\n", problem);
-		return fail_open(std::move(ctx), EPROTO);
-	}
+	return finish_open(std::move(ctx), resp.driver, ops);
+}
 
-	ctx->limits = {
-		.max_inline_data = resp.driver.max_inline_data,
-		.queue_ctrl_size = resp.driver.queue_ctrl_size,
-		.page_size = resp.driver.page_size,
+verbs_context *import_context(ibv_device *device, int cmd_fd, const verbs_context_ops &ops) noexcept
+{
+	ContextPtr ctx = alloc_verbs_context(device, cmd_fd);
+	if (!ctx)
+		return nullptr;
+
+	int err = ibv_cmd_query_context(&ctx->ibv_ctx.context, nullptr);
+	if (err) {
+		srnic_err(&ctx->ibv_ctx, "query_context failed: %d\n", err);
+		return fail_open(std::move(ctx), err);
+	}
+	srnic_alloc_ucontext_resp resp = {};
+	std::array<ib_uverbs_attr, 1> attrs = {
+		uverbs_attr_out(SRNIC_ATTR_QUERY_CONTEXT_RESP, resp),
 	};
-	verbs_set_ops(&ctx->ibv_ctx, &ops);
-	return &ctx.release()->ibv_ctx;
+	err = uverbs_ioctl(cmd_fd, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, attrs);
+	if (err) {
+		srnic_err(&ctx->ibv_ctx, "query_context (srnic data) failed: %d\n", err);
+		return fail_open(std::move(ctx), err);
+	}
+	return finish_open(std::move(ctx), resp, ops);
 }
 
 void close_context(ibv_context *ibctx) noexcept

@@ -70,6 +70,14 @@ static_assert(sizeof(GetContextResp) ==
 [[nodiscard]] verbs_context *open_context(ibv_device *device, int cmd_fd,
 					  const verbs_context_ops &ops) noexcept;
 
+// The import_context device op (ibv_import_device()): a context on the
+// uverbs file of cmd_fd, which another context opened; srnic learns its
+// limits from the kernel again (UVERBS_METHOD_QUERY_CONTEXT). Closes cmd_fd
+// on failure, as open_context does. Returns nullptr with errno set on
+// failure.
+[[nodiscard]] verbs_context *import_context(ibv_device *device, int cmd_fd,
+					    const verbs_context_ops &ops) noexcept;
+
 // Releases everything open_context acquired: the free_context verb.
 void close_context(ibv_context *ibctx) noexcept;
 

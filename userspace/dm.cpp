@@ -5,15 +5,15 @@
 #include "log.h"
 #include "mr.h"
 
+#include "uverbs_ioctl.h"
+
 #include <rdma/ib_user_ioctl_cmds.h>
-#include <rdma/rdma_user_ioctl_cmds.h>
 
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <new>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 
 namespace srnic
@@ -28,47 +28,31 @@ struct DmAllocation {
 };
 
 // UVERBS_METHOD_DM_ALLOC, with srnic's SRNIC_ATTR_ALLOC_DM_RESP output.
-// libibverbs' ibv_cmd_alloc_dm() would take that attribute through its
-// private command buffer type, which distributions do not install, so the
-// provider issues the (stable, uapi) ioctl itself. Returns 0 or a positive
-// errno.
 int alloc_dm_ioctl(int cmd_fd, const ibv_alloc_dm_attr &attr, DmAllocation &out) noexcept
 {
-	constexpr size_t kNumAttrs = 4;
-	std::array<ib_uverbs_attr, kNumAttrs> attrs = {};
-	// All mandatory: a kernel that lacks one fails rather than ignoring it.
-	attrs[0].attr_id = UVERBS_ATTR_ALLOC_DM_HANDLE; // IDR, new: the kernel writes the handle
-	attrs[1].attr_id = UVERBS_ATTR_ALLOC_DM_LENGTH; // u64 inline
-	attrs[1].len = sizeof(uint64_t);
-	attrs[1].data = attr.length;
-	attrs[2].attr_id = UVERBS_ATTR_ALLOC_DM_ALIGNMENT; // u32 inline
-	attrs[2].len = sizeof(uint32_t);
-	attrs[2].data = attr.log_align_req;
-	attrs[3].attr_id = SRNIC_ATTR_ALLOC_DM_RESP; // output
-	attrs[3].len = sizeof(out.resp);
-	attrs[3].data = reinterpret_cast<uintptr_t>(&out.resp);
-	for (ib_uverbs_attr &a : attrs)
-		a.flags = UVERBS_ATTR_F_MANDATORY;
-
-	// ib_uverbs_ioctl_hdr ends in a flexible array of attributes: build the
-	// command in 8-byte words, header then attributes.
-	constexpr size_t kCmdBytes = sizeof(ib_uverbs_ioctl_hdr) + sizeof(attrs);
-	static_assert(sizeof(ib_uverbs_ioctl_hdr) % 8 == 0 && sizeof(ib_uverbs_attr) == 16);
-	std::array<uint64_t, kCmdBytes / 8> cmd = {};
-	auto *hdr = reinterpret_cast<ib_uverbs_ioctl_hdr *>(cmd.data());
-	hdr->length = kCmdBytes;
-	hdr->object_id = UVERBS_OBJECT_DM;
-	hdr->method_id = UVERBS_METHOD_DM_ALLOC;
-	hdr->num_attrs = kNumAttrs;
-	hdr->driver_id = RDMA_DRIVER_UNKNOWN;
-	std::memcpy(hdr->attrs, attrs.data(), sizeof(attrs));
-
 	out = {};
-	if (ioctl(cmd_fd, RDMA_VERBS_IOCTL, hdr) != 0)
-		return errno;
-	std::memcpy(attrs.data(), hdr->attrs, sizeof(attrs));
+	std::array<ib_uverbs_attr, 4> attrs = {
+		uverbs_attr_obj(UVERBS_ATTR_ALLOC_DM_HANDLE, 0), // new: the kernel writes it
+		uverbs_attr_in_inline(UVERBS_ATTR_ALLOC_DM_LENGTH, attr.length, sizeof(uint64_t)),
+		uverbs_attr_in_inline(UVERBS_ATTR_ALLOC_DM_ALIGNMENT, attr.log_align_req,
+				      sizeof(uint32_t)),
+		uverbs_attr_out(SRNIC_ATTR_ALLOC_DM_RESP, out.resp),
+	};
+	if (const int err = uverbs_ioctl(cmd_fd, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC, attrs))
+		return err;
 	out.handle = static_cast<uint32_t>(attrs[0].data);
 	return 0;
+}
+
+// SRNIC_METHOD_DM_QUERY: the mapping and length of an existing DM.
+int query_dm_ioctl(int cmd_fd, uint32_t handle, srnic_query_dm_resp &out) noexcept
+{
+	out = {};
+	std::array<ib_uverbs_attr, 2> attrs = {
+		uverbs_attr_obj(SRNIC_ATTR_QUERY_DM_HANDLE, handle),
+		uverbs_attr_out(SRNIC_ATTR_QUERY_DM_RESP, out),
+	};
+	return uverbs_ioctl(cmd_fd, UVERBS_OBJECT_DM, SRNIC_METHOD_DM_QUERY, attrs);
 }
 
 // Releases a DM whose allocation failed after the kernel made it.
@@ -94,6 +78,38 @@ int memcpy_from_dm(void *host_addr, ibv_dm *ibdm, uint64_t dm_offset, size_t len
 	if (const int err = dm_access_check(dm->length, dm_offset, length))
 		return err;
 	std::memcpy(host_addr, static_cast<const char *>(dm->addr) + dm_offset, length);
+	return 0;
+}
+
+// Everything of a DM but its mapping.
+void init_dm(Dm &dm, ibv_context *ibctx, uint32_t handle, uint64_t length) noexcept
+{
+	dm.vdm.handle = handle;
+	dm.vdm.dm.handle = handle;
+	dm.vdm.dm.comp_mask = IBV_DM_MASK_HANDLE;
+	dm.vdm.dm.context = ibctx;
+	dm.vdm.dm.memcpy_to_dm = memcpy_to_dm;
+	dm.vdm.dm.memcpy_from_dm = memcpy_from_dm;
+	dm.length = length;
+}
+
+// Maps the memory the kernel described. Returns 0 or a positive errno
+// (EPROTO for a description that does not fit dm.length).
+int map_dm(Dm &dm, Context *ctx, const srnic_alloc_dm_resp &resp) noexcept
+{
+	if (const char *problem = dm_alloc_resp_problem(resp, dm.length, ctx->limits.page_size)) {
+		srnic_err(&ctx->ibv_ctx, "unusable device memory description: %s\n", problem);
+		return EPROTO;
+	}
+	void *addr = mmap(nullptr, resp.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  ctx->ibv_ctx.context.cmd_fd, static_cast<off_t>(resp.mmap_offset));
+	if (addr == MAP_FAILED) {
+		const int err = errno;
+		srnic_err(&ctx->ibv_ctx, "mmap of device memory failed: %d\n", err);
+		return err;
+	}
+	dm.addr = addr;
+	dm.map_size = resp.mmap_size;
 	return 0;
 }
 
@@ -140,31 +156,43 @@ ibv_dm *alloc_dm(ibv_context *ibctx, ibv_alloc_dm_attr *attr) noexcept
 		errno = err;
 		return nullptr;
 	}
-	dm->vdm.handle = alloc.handle;
-	dm->vdm.dm.handle = alloc.handle;
-	dm->vdm.dm.comp_mask = IBV_DM_MASK_HANDLE;
-	dm->vdm.dm.context = ibctx;
-	dm->vdm.dm.memcpy_to_dm = memcpy_to_dm;
-	dm->vdm.dm.memcpy_from_dm = memcpy_from_dm;
-	dm->length = attr->length;
-
-	if (const char *problem =
-		    dm_alloc_resp_problem(alloc.resp, attr->length, ctx->limits.page_size)) {
-		srnic_err(&ctx->ibv_ctx, "unusable alloc_dm response: %s\n", problem);
-		errno = EPROTO;
+	init_dm(*dm, ibctx, alloc.handle, attr->length);
+	if (const int err = map_dm(*dm, ctx, alloc.resp)) {
+		errno = err;
 		abandon_dm(*dm);
 		return nullptr;
 	}
-	void *addr = mmap(nullptr, alloc.resp.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-			  ibctx->cmd_fd, static_cast<off_t>(alloc.resp.mmap_offset));
-	if (addr == MAP_FAILED) {
-		srnic_err(&ctx->ibv_ctx, "mmap of device memory failed: %d\n", errno);
-		abandon_dm(*dm);
-		return nullptr;
-	}
-	dm->addr = addr;
-	dm->map_size = alloc.resp.mmap_size;
 	return &dm.release()->vdm.dm;
+}
+
+ibv_dm *import_dm(ibv_context *ibctx, uint32_t dm_handle) noexcept
+{
+	Context *ctx = to_srnic_context(ibctx);
+	std::unique_ptr<Dm> dm(new (std::nothrow) Dm{});
+	if (!dm) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+
+	srnic_query_dm_resp resp;
+	if (const int err = query_dm_ioctl(ibctx->cmd_fd, dm_handle, resp)) {
+		errno = err;
+		return nullptr;
+	}
+	init_dm(*dm, ibctx, dm_handle, resp.length);
+	if (const int err = map_dm(*dm, ctx, {.mmap_offset = resp.mmap_offset,
+					      .mmap_size = resp.mmap_size})) {
+		errno = err;
+		return nullptr;
+	}
+	return &dm.release()->vdm.dm;
+}
+
+void unimport_dm(ibv_dm *ibdm) noexcept
+{
+	Dm *dm = to_srnic_dm(ibdm);
+	munmap(dm->addr, dm->map_size);
+	delete dm;
 }
 
 int free_dm(ibv_dm *ibdm) noexcept

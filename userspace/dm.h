@@ -53,6 +53,16 @@ struct Dm {
 // e.g. EBUSY while an MR is registered on it.
 int free_dm(ibv_dm *ibdm) noexcept;
 
+// The import_dm verb: the DM dm_handle of a context sharing this one's
+// uverbs file (ibv_import_device() of a dup()ed command fd), mapped anew.
+// nullptr with errno set on failure (ENOENT-like errnos from the kernel for
+// an unknown handle).
+[[nodiscard]] ibv_dm *import_dm(ibv_context *ibctx, uint32_t dm_handle) noexcept;
+
+// The unimport_dm verb: unmaps and forgets an imported DM; the DM itself
+// stays allocated for its owner.
+void unimport_dm(ibv_dm *ibdm) noexcept;
+
 // The reg_dm_mr verb: a zero-based MR (IBV_ACCESS_ZERO_BASED is required)
 // on [dm_offset, dm_offset + length) of the DM. nullptr with errno set on
 // failure; dereg_mr releases it.

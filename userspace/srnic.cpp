@@ -73,6 +73,7 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.destroy_srq = srnic::destroy_srq,
 	.free_context = srnic_free_context,
 	.free_dm = srnic::free_dm,
+	.import_dm = srnic::import_dm,
 	.modify_qp = srnic::modify_qp,
 	.modify_srq = srnic::modify_srq,
 	.poll_cq = srnic::poll_cq,
@@ -86,11 +87,17 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.reg_dm_mr = srnic::reg_dm_mr,
 	.reg_mr = srnic::reg_mr,
 	.req_notify_cq = srnic::req_notify_cq,
+	.unimport_dm = srnic::unimport_dm,
 };
 
 verbs_context *srnic_alloc_context(ibv_device *device, int cmd_fd, void * /*private_data*/) noexcept
 {
 	return srnic::open_context(device, cmd_fd, srnic_context_ops);
+}
+
+verbs_context *srnic_import_context(ibv_device *device, int cmd_fd) noexcept
+{
+	return srnic::import_context(device, cmd_fd, srnic_context_ops);
 }
 
 constinit const verbs_device_ops srnic_device_ops = {
@@ -102,6 +109,7 @@ constinit const verbs_device_ops srnic_device_ops = {
 	.match_table = srnic_match_table,
 	.match_device = srnic_match_device,
 	.alloc_context = srnic_alloc_context,
+	.import_context = srnic_import_context,
 	.alloc_device = srnic_alloc_device,
 	.uninit_device = srnic_uninit_device,
 };

@@ -312,6 +312,15 @@ struct ibv_alloc_pd_resp_core {
 
 int ibv_cmd_get_context(struct verbs_context *context, struct ibv_get_context *cmd, size_t cmd_size,
 			struct ib_uverbs_get_context_resp *resp, size_t resp_size);
+// libibverbs' ioctl command buffer (cmd_ioctl.h), opaque here: srnic only
+// passes nullptr for the "link" of extra driver attributes (see
+// uverbs_ioctl.h for the methods that carry srnic's).
+struct ibv_command_buffer;
+
+// UVERBS_METHOD_QUERY_CONTEXT's core part (ibv_import_device()): sets the
+// context's num_comp_vectors and the device's core_support. driver: nullptr
+// (struct ibv_command_buffer is declared with the DM commands below).
+int ibv_cmd_query_context(struct ibv_context *context, struct ibv_command_buffer *driver);
 int ibv_cmd_query_device_any(struct ibv_context *context,
 			     const struct ibv_query_device_ex_input *input,
 			     struct ibv_device_attr_ex *attr, size_t attr_size,
@@ -504,10 +513,6 @@ struct verbs_dm {
 	uint32_t handle;
 };
 
-// libibverbs' ioctl command buffer (cmd_ioctl.h), opaque here: srnic only
-// passes nullptr for the "link" of extra driver attributes.
-struct ibv_command_buffer;
-
 // Both return 0 or a positive errno. reg_dm_mr fails with EINVAL without
 // IBV_ACCESS_ZERO_BASED; it fills vmr (addr = NULL: the MR is zero based).
 int ibv_cmd_free_dm(struct verbs_dm *dm);
@@ -644,6 +649,8 @@ static_assert(sizeof(struct verbs_dm) == 40);
 static_assert(offsetof(struct verbs_context_ops, alloc_dm) == 8);
 static_assert(offsetof(struct verbs_context_ops, free_dm) == 320);
 static_assert(offsetof(struct verbs_context_ops, reg_dm_mr) == 528);
+static_assert(offsetof(struct verbs_context_ops, import_dm) == 336);
+static_assert(offsetof(struct verbs_context_ops, unimport_dm) == 584);
 
 // Public, but the provider embeds it, so its size is part of what we rely on.
 static_assert(sizeof(struct verbs_context) == 648);

@@ -129,6 +129,37 @@ struct srnic_alloc_dm_resp {
 	__aligned_u64 mmap_size;
 };
 
+/*
+ * SRNIC_METHOD_DM_QUERY, srnic's method of the DM object, answers for a DM
+ * handle of the context (ibv_import_dm() in a context sharing the uverbs
+ * file) with struct srnic_query_dm_resp: its mapping and the length the
+ * allocation asked for.
+ */
+enum srnic_dm_methods {
+	SRNIC_METHOD_DM_QUERY = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum srnic_query_dm_attrs {
+	SRNIC_ATTR_QUERY_DM_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	SRNIC_ATTR_QUERY_DM_RESP,
+};
+
+struct srnic_query_dm_resp {
+	__aligned_u64 mmap_offset;
+	__aligned_u64 mmap_size;
+	__aligned_u64 length;
+};
+
+/*
+ * UVERBS_METHOD_QUERY_CONTEXT (ibv_import_device() of a dup()ed command fd)
+ * carries one srnic attribute, SRNIC_ATTR_QUERY_CONTEXT_RESP, an optional
+ * output into which the kernel writes the struct srnic_alloc_ucontext_resp
+ * the context was opened with.
+ */
+enum srnic_query_context_attrs {
+	SRNIC_ATTR_QUERY_CONTEXT_RESP = (1U << UVERBS_ID_NS_SHIFT),
+};
+
 /* ---- Shared queue control record ----------------------------------- */
 
 /* srnic_queue_ctrl.flags, written by the kernel engine */
@@ -298,5 +329,6 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_send_wqe, 64);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_recv_wqe, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_cqe, 64);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_dm_resp, 16);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_query_dm_resp, 24);
 
 #endif /* SRNIC_ABI_USER_H */
