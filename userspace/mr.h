@@ -33,6 +33,14 @@ using RegMrResp = ib_uverbs_reg_mr_resp;
 [[nodiscard]] ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 			     int access) noexcept;
 
+// The import_mr verb (a context from ibv_import_device()): the MR mr_handle
+// of the shared uverbs file, its keys and length queried from the kernel
+// (ibv_cmd_query_mr; addr stays NULL). nullptr with errno set on failure.
+[[nodiscard]] ibv_mr *import_mr(ibv_pd *pd, uint32_t mr_handle) noexcept;
+
+// The unimport_mr verb: forgets an imported MR, which stays its owner's.
+void unimport_mr(ibv_mr *ibmr) noexcept;
+
 // The dereg_mr verb; the MR stays valid if the kernel refuses.
 int dereg_mr(verbs_mr *vmr) noexcept;
 

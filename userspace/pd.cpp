@@ -33,6 +33,23 @@ ibv_pd *alloc_pd(ibv_context *ibctx) noexcept
 	return &pd.release()->ibpd;
 }
 
+ibv_pd *import_pd(ibv_context *ibctx, uint32_t pd_handle) noexcept
+{
+	Pd *pd = new (std::nothrow) Pd{};
+	if (!pd) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	pd->ibpd.context = ibctx;
+	pd->ibpd.handle = pd_handle;
+	return &pd->ibpd;
+}
+
+void unimport_pd(ibv_pd *ibpd) noexcept
+{
+	delete to_srnic_pd(ibpd);
+}
+
 int dealloc_pd(ibv_pd *ibpd) noexcept
 {
 	const int err = ibv_cmd_dealloc_pd(ibpd);

@@ -36,6 +36,15 @@ static_assert(sizeof(AllocPdResp) == sizeof(ibv_alloc_pd_resp_core) + sizeof(srn
 // The alloc_pd verb; nullptr with errno set on failure.
 [[nodiscard]] ibv_pd *alloc_pd(ibv_context *ibctx) noexcept;
 
+// The import_pd verb (a context from ibv_import_device()): the PD pd_handle
+// of the shared uverbs file. The kernel has no query for a PD, so the handle
+// is taken as given (a wrong one fails where it is used) and pdn, which the
+// provider never needs, is 0. nullptr with errno set on failure.
+[[nodiscard]] ibv_pd *import_pd(ibv_context *ibctx, uint32_t pd_handle) noexcept;
+
+// The unimport_pd verb: forgets an imported PD, which stays its owner's.
+void unimport_pd(ibv_pd *ibpd) noexcept;
+
 // The dealloc_pd verb; the PD stays valid if the kernel refuses.
 int dealloc_pd(ibv_pd *ibpd) noexcept;
 

@@ -74,6 +74,8 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.free_context = srnic_free_context,
 	.free_dm = srnic::free_dm,
 	.import_dm = srnic::import_dm,
+	.import_mr = srnic::import_mr,
+	.import_pd = srnic::import_pd,
 	.modify_qp = srnic::modify_qp,
 	.modify_srq = srnic::modify_srq,
 	.poll_cq = srnic::poll_cq,
@@ -88,6 +90,8 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.reg_mr = srnic::reg_mr,
 	.req_notify_cq = srnic::req_notify_cq,
 	.unimport_dm = srnic::unimport_dm,
+	.unimport_mr = srnic::unimport_mr,
+	.unimport_pd = srnic::unimport_pd,
 };
 
 verbs_context *srnic_alloc_context(ibv_device *device, int cmd_fd, void * /*private_data*/) noexcept

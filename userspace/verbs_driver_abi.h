@@ -335,6 +335,9 @@ int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
 int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va, int access,
 		   struct verbs_mr *vmr, struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
+// Fills vmr (keys, length, handle; addr NULL) for an MR of the uverbs file
+// (import_mr); returns 0 or a positive errno.
+int ibv_cmd_query_mr(struct ibv_pd *pd, struct verbs_mr *vmr, uint32_t mr_handle);
 // Returns 0 or a positive errno; 0 also when the kernel already destroyed
 // the MR (device removed).
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
@@ -651,6 +654,9 @@ static_assert(offsetof(struct verbs_context_ops, free_dm) == 320);
 static_assert(offsetof(struct verbs_context_ops, reg_dm_mr) == 528);
 static_assert(offsetof(struct verbs_context_ops, import_dm) == 336);
 static_assert(offsetof(struct verbs_context_ops, unimport_dm) == 584);
+static_assert(offsetof(struct verbs_context_ops, import_mr) == 344);
+static_assert(offsetof(struct verbs_context_ops, import_pd) == 352);
+static_assert(offsetof(struct verbs_context_ops, unimport_mr) == 592);
 
 // Public, but the provider embeds it, so its size is part of what we rely on.
 static_assert(sizeof(struct verbs_context) == 648);
