@@ -476,21 +476,6 @@ struct srnic_mw {
 };
 
 /**
- * struct srnic_cq - a completion queue
- * @ibcq: the ib_core CQ
- * @ring: CQE ring; mapped into the process for user CQs
- * @lock: serialises CQE producers and comp_handler calls
- * @producer: next CQE index to write (kernel memory, never read back
- *	      from @ring)
- * @notify_seq_seen: last arm sequence (ctrl->notify_seq) consumed
- * @overrun: an overrun happened; no more CQEs are written
- * @poll_lock: serialises kernel consumers (poll_cq, req_notify_cq)
- * @cqn: CQ number, reported to the provider
- *
- * For kernel CQs the ring's control record is kernel memory only, and
- * poll_cq/req_notify_cq play the provider's part of the protocol on it.
- */
-/**
  * struct srnic_dm - device memory (ibv_alloc_dm)
  * @ibdm: the ib_core DM; ibdm.length is the length asked for
  * @buf: zeroed vmalloc_user() memory, owned by @mmap_entry
@@ -508,6 +493,21 @@ struct srnic_dm {
 	struct rdma_user_mmap_entry *mmap_entry;
 };
 
+/**
+ * struct srnic_cq - a completion queue
+ * @ibcq: the ib_core CQ
+ * @ring: CQE ring; mapped into the process for user CQs
+ * @lock: serialises CQE producers and comp_handler calls
+ * @producer: next CQE index to write (kernel memory, never read back
+ *	      from @ring)
+ * @notify_seq_seen: last arm sequence (ctrl->notify_seq) consumed
+ * @overrun: an overrun happened; no more CQEs are written
+ * @poll_lock: serialises kernel consumers (poll_cq, req_notify_cq)
+ * @cqn: CQ number, reported to the provider
+ *
+ * For kernel CQs the ring's control record is kernel memory only, and
+ * poll_cq/req_notify_cq play the provider's part of the protocol on it.
+ */
 struct srnic_cq {
 	struct ib_cq ibcq;
 	struct srnic_queue ring;

@@ -243,6 +243,21 @@ def test_dm_mr_errors(ctx):
         expect_errno(errno.EINVAL, DMMR, pd, 100, ZB | RW, dm, 0)
 
 
+def test_dm_mr_rereg_is_refused(ctx):
+    """rereg_mr of a DM MR fails (uverbs answers EINVAL for an MR on device
+    memory before the driver, whose rereg_user_mr would say EOPNOTSUPP) and
+    leaves the MR as it was."""
+    with alloc(ctx, 2 * PAGE) as dm, PD(ctx) as pd:
+        mr = DMMR(pd, PAGE, ZB | LW, dm, 0)
+        keys = (mr.lkey, mr.rkey)
+        for flags, access in [(e.IBV_REREG_MR_CHANGE_ACCESS, ZB | LW | RW),
+                              (e.IBV_REREG_MR_CHANGE_PD, 0)]:
+            expect_errno(errno.EINVAL, mr.rereg, flags, pd, 0, 0, access)
+        assert (mr.lkey, mr.rkey) == keys
+        assert mr.length == PAGE
+        mr.close()
+
+
 def test_dm_mr_keeps_working_while_registered_twice(ctx):
     """Two MRs on one DM, closed in either order, and the DM after them."""
     dm = alloc(ctx, 2 * PAGE)
