@@ -22,6 +22,7 @@
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "uapi/rdma/srnic-abi.h"
 
@@ -83,6 +84,14 @@
  */
 #define SRNIC_MW_FIRST_INDEX (SRNIC_MAX_MR + 1)
 #define SRNIC_MAX_MW (BIT(20) - 1)
+
+/*
+ * Device memory (srnic_dm.c): the largest budget the max_dm_kib module
+ * parameter may give a device, and the largest alignment (log2) an
+ * allocation may ask for: allocations are page aligned.
+ */
+#define SRNIC_MAX_DM_SIZE BIT_ULL(30)
+#define SRNIC_DM_MAX_LOG_ALIGN PAGE_SHIFT
 
 /**
  * struct srnic_port - the device's single RoCEv2 port
@@ -308,6 +317,8 @@ struct srnic_dev {
 	struct srnic_fault fault;
 	struct list_head mcast_list;
 	spinlock_t mcast_lock;	/* with RTNL, guards changes of mcast_list */
+	u64 max_dm_size;
+	atomic64_t dm_used;
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -358,6 +369,7 @@ enum srnic_mr_type {
 	SRNIC_MR_DMA,		/* get_dma_mr: all kernel virtual memory */
 	SRNIC_MR_FAST_REG,	/* alloc_mr: page list from map_mr_sg */
 	SRNIC_MR_ODP,		/* reg_user_mr with IB_ACCESS_ON_DEMAND */
+	SRNIC_MR_DM,		/* reg_dm_mr: referenced device memory pages */
 };
 
 /* Which key of an MR a lookup presents (srnic's are equal today). */
@@ -381,7 +393,8 @@ enum srnic_key_kind {
  * @iova: first address of the MR
  * @length: bytes from @iova the MR covers
  * @umem: pinned user memory (SRNIC_MR_USER)
- * @pages: one struct page per PAGE_SIZE of the MR (USER, FAST_REG)
+ * @pages: one struct page per PAGE_SIZE of the MR (USER, FAST_REG, DM;
+ *	   the MR holds a reference on each page of a DM MR)
  * @num_pages: valid entries of @pages
  * @max_pages: capacity of @pages
  * @page_offset: offset of @iova in @pages[0]
@@ -460,6 +473,24 @@ struct srnic_mw {
 	u64 length;
 	int access;
 	u32 qpn;
+};
+
+/**
+ * struct srnic_dm - device memory (ibv_alloc_dm)
+ * @ibdm: the ib_core DM; ibdm.length is the length asked for
+ * @buf: zeroed vmalloc_user() memory, owned by @mmap_entry
+ * @size: bytes of @buf (the length rounded up to pages), charged to the
+ *	  device's dm_used
+ * @mmap_entry: how the owning process maps @buf
+ *
+ * An MR on the memory (reg_dm_mr) references its pages, and ib_core
+ * refuses dealloc_dm while such an MR exists.
+ */
+struct srnic_dm {
+	struct ib_dm ibdm;
+	void *buf;
+	size_t size;
+	struct rdma_user_mmap_entry *mmap_entry;
 };
 
 /**
@@ -896,6 +927,11 @@ static inline struct srnic_pd *to_srnic_pd(struct ib_pd *pd)
 	return container_of(pd, struct srnic_pd, ibpd);
 }
 
+static inline struct srnic_dm *to_srnic_dm(struct ib_dm *dm)
+{
+	return container_of(dm, struct srnic_dm, ibdm);
+}
+
 static inline struct srnic_mr *to_srnic_mr(struct ib_mr *mr)
 {
 	return container_of(mr, struct srnic_mr, ibmr);
@@ -1040,11 +1076,25 @@ void srnic_engine_task_start(struct srnic_engine_task *task);
 void srnic_engine_task_stop(struct srnic_engine_task *task);
 void srnic_engine_task_schedule(struct srnic_engine_task *task);
 
+/* srnic_verbs.c: ib_device.driver_def, srnic's uverbs ioctl additions */
+extern const struct uapi_definition srnic_uapi_defs[];
+
+/* srnic_dm.c: device memory */
+void srnic_dm_init(struct srnic_dev *sdev);
+struct ib_dm *srnic_alloc_dm(struct ib_device *ibdev,
+			     struct ib_ucontext *uctx,
+			     struct ib_dm_alloc_attr *attr,
+			     struct uverbs_attr_bundle *attrs);
+int srnic_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs);
+extern const struct uapi_definition srnic_dm_uapi_defs[];
+
 /* srnic_queue.c: rings shared with the provider */
 int srnic_queue_init(struct srnic_queue *q, u32 num_entries, u32 entry_size);
 int srnic_queue_map(struct srnic_queue *q, struct ib_ucontext *uctx,
 		    struct srnic_queue_desc *desc);
 void srnic_queue_destroy(struct srnic_queue *q);
+struct rdma_user_mmap_entry *
+srnic_mmap_entry_insert(struct ib_ucontext *uctx, void *buf, size_t size);
 int srnic_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void srnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
 
@@ -1054,6 +1104,9 @@ void srnic_mr_table_destroy(struct srnic_dev *sdev);
 struct ib_mr *srnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *srnic_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *srnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			      struct ib_dm_mr_attr *attr,
+			      struct uverbs_attr_bundle *attrs);
 struct ib_mr *srnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 			     u32 max_num_sg);
 int srnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,

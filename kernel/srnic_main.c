@@ -322,6 +322,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	ida_init(&sdev->pd_ids);
 	srnic_mr_table_init(sdev);
 	srnic_mw_table_init(sdev);
+	srnic_dm_init(sdev);
 	srnic_ah_table_init(sdev);
 	srnic_mcast_init(sdev);
 	ida_init(&sdev->cq_ids);
@@ -343,6 +344,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	srnic_fault_init(sdev);
 	srnic_dev_init_attributes(sdev);
 	ib_set_device_ops(&sdev->ibdev, &srnic_dev_ops);
+	sdev->ibdev.driver_def = srnic_uapi_defs;
 
 	/*
 	 * From here on the device is whole and its dealloc_driver callback,

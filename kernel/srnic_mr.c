@@ -14,12 +14,15 @@
  * (ib_uses_virt_dma()) and its page is virt_to_page(). An on-demand
  * paging MR pins nothing: its pages are found, and faulted in, at each
  * access (srnic_odp.c), under a lock that srnic_mr_unmap_page() drops.
+ * A DM MR's page array lists (and references) the pages of the device
+ * memory allocation (srnic_dm.c) it was registered on.
  */
 
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_umem_odp.h>
 
@@ -102,10 +105,15 @@ static struct srnic_mr *srnic_mr_alloc(struct ib_pd *ibpd,
 /* Frees an MR that is no longer in the key table and has no users. */
 static void srnic_mr_free(struct srnic_mr *mr)
 {
+	unsigned long i;
+
 	if (mr->odp)
 		srnic_odp_release(mr);
 	if (mr->umem)
 		ib_umem_release(mr->umem);
+	if (mr->type == SRNIC_MR_DM)
+		for (i = 0; i < mr->num_pages; i++)
+			put_page(mr->pages[i]);
 	kvfree(mr->pages);
 	/* A lookup may still be reading the struct under RCU. */
 	kfree_rcu(mr, rcu);
@@ -336,8 +344,9 @@ err_free_mr:
  * the old MR in the key table in one store, and ib_core then deregisters
  * the old MR, whose dereg waits for the accesses still using it.
  *
- * Return: the new MR, NULL when @flags asks for nothing, or an ERR_PTR as
- * srnic_reg_user_mr() (the old MR is then unchanged).
+ * Return: the new MR, NULL when @flags asks for nothing, ERR_PTR(-EOPNOTSUPP)
+ * for an ODP or DM MR, or an ERR_PTR as srnic_reg_user_mr() (the old MR is
+ * then unchanged).
  */
 struct ib_mr *srnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
@@ -353,8 +362,11 @@ struct ib_mr *srnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!flags)
 		return NULL;
-	/* ODP MRs are registered anew (dereg, reg) instead. */
-	if (old->type == SRNIC_MR_ODP)
+	/*
+	 * ODP MRs are registered anew (dereg, reg) instead; a DM MR's memory
+	 * is not the process's to re-pin.
+	 */
+	if (old->type == SRNIC_MR_ODP || old->type == SRNIC_MR_DM)
 		return ERR_PTR(-EOPNOTSUPP);
 	if (old->type != SRNIC_MR_USER)
 		return ERR_PTR(-EINVAL);
@@ -432,6 +444,80 @@ struct ib_mr *srnic_get_dma_mr(struct ib_pd *ibpd, int access)
 		return ERR_PTR(err);
 	}
 	return &mr->ibmr;
+}
+
+/**
+ * srnic_reg_dm_mr() - the reg_dm_mr verb: an MR on device memory
+ * @ibpd: PD to register in
+ * @ibdm: the device memory
+ * @attr: offset into @ibdm, length (0 is allowed) and access flags, which
+ *	  include IB_ZERO_BASED (uverbs checked that, and that the range is
+ *	  inside @ibdm)
+ * @attrs: unused
+ *
+ * The MR is zero based: address 0 is byte @attr->offset of the memory.
+ * It holds a reference on each page it covers, so its pages outlive the
+ * allocation should the MR outlive it (ib_core does not let it).
+ *
+ * Return: the MR, or ERR_PTR(-EINVAL) for a range outside @ibdm or an
+ * invalid flag combination, -EOPNOTSUPP for flags srnic does not
+ * implement, -ENOMEM.
+ */
+struct ib_mr *srnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			      struct ib_dm_mr_attr *attr,
+			      struct uverbs_attr_bundle *attrs)
+{
+	struct srnic_dm *dm = to_srnic_dm(ibdm);
+	unsigned long first, i;
+	struct srnic_mr *mr;
+	int access;
+	int err;
+
+	if (!(attr->access_flags & IB_ZERO_BASED))
+		return ERR_PTR(-EINVAL);
+	access = attr->access_flags & ~IB_ZERO_BASED;
+	err = srnic_mr_check_access(access, 0);
+	if (err)
+		return ERR_PTR(err);
+	if (attr->offset > ibdm->length || attr->length > ibdm->length ||
+	    attr->length > ibdm->length - attr->offset)
+		return ERR_PTR(-EINVAL);
+
+	mr = srnic_mr_alloc(ibpd, SRNIC_MR_DM, access);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	first = attr->offset >> PAGE_SHIFT;
+	mr->page_offset = offset_in_page(attr->offset);
+	if (attr->length) {
+		mr->max_pages = DIV_ROUND_UP(mr->page_offset + attr->length,
+					     PAGE_SIZE);
+		mr->pages = kvcalloc(mr->max_pages, sizeof(*mr->pages),
+				     GFP_KERNEL);
+		if (!mr->pages) {
+			err = -ENOMEM;
+			goto err_free_mr;
+		}
+	}
+	for (i = 0; i < mr->max_pages; i++) {
+		struct page *page =
+			vmalloc_to_page(dm->buf + ((first + i) << PAGE_SHIFT));
+
+		get_page(page);
+		mr->pages[mr->num_pages++] = page;
+	}
+
+	mr->iova = 0;
+	mr->length = attr->length;
+	mr->valid = true;
+
+	err = srnic_mr_publish(to_srnic_dev(ibpd->device), mr);
+	if (err)
+		goto err_free_mr;
+	return &mr->ibmr;
+
+err_free_mr:
+	srnic_mr_free(mr);
+	return ERR_PTR(err);
 }
 
 /**

@@ -2,6 +2,9 @@
 /*
  * srnic: ring memory shared with the provider.
  *
+ * (Device memory, srnic_dm.c, is shared the same way: one vmalloc_user()
+ * buffer per allocation behind an rdma_user_mmap_entry.)
+ *
  * Every SQ, RQ, SRQ and CQ is one vmalloc_user() buffer: a control page
  * (struct srnic_queue_ctrl) followed by a power-of-two array of fixed-size
  * entries. For user objects the buffer is exposed through an
@@ -64,6 +67,37 @@ int srnic_queue_init(struct srnic_queue *q, u32 num_entries, u32 entry_size)
 }
 
 /**
+ * srnic_mmap_entry_insert() - make a vmalloc_user() buffer mappable
+ * @uctx: the user context whose process may map it
+ * @buf: vmalloc_user() memory
+ * @size: bytes of @buf, page aligned
+ *
+ * On success the entry owns @buf: rdma_user_mmap_entry_remove() of the
+ * entry frees it (srnic_mmap_free()), once no mmap() of it is in progress.
+ * The provider finds the buffer at rdma_user_mmap_get_offset() of the
+ * entry and must map all of it.
+ *
+ * Return: the entry, or an ERR_PTR (then @buf is still the caller's).
+ */
+struct rdma_user_mmap_entry *
+srnic_mmap_entry_insert(struct ib_ucontext *uctx, void *buf, size_t size)
+{
+	struct srnic_mmap_entry *entry;
+	int err;
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry)
+		return ERR_PTR(-ENOMEM);
+	entry->buf = buf;
+	err = rdma_user_mmap_entry_insert(uctx, &entry->rdma_entry, size);
+	if (err) {
+		kfree(entry);
+		return ERR_PTR(err);
+	}
+	return &entry->rdma_entry;
+}
+
+/**
  * srnic_queue_map() - make a ring mappable by the process owning @uctx
  * @q: a queue set up by srnic_queue_init()
  * @uctx: the user context
@@ -74,19 +108,12 @@ int srnic_queue_init(struct srnic_queue *q, u32 num_entries, u32 entry_size)
 int srnic_queue_map(struct srnic_queue *q, struct ib_ucontext *uctx,
 		    struct srnic_queue_desc *desc)
 {
-	struct srnic_mmap_entry *entry;
-	int err;
+	struct rdma_user_mmap_entry *entry;
 
-	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
-	if (!entry)
-		return -ENOMEM;
-	entry->buf = q->buf;
-	err = rdma_user_mmap_entry_insert(uctx, &entry->rdma_entry, q->size);
-	if (err) {
-		kfree(entry);
-		return err;
-	}
-	q->mmap_entry = &entry->rdma_entry;
+	entry = srnic_mmap_entry_insert(uctx, q->buf, q->size);
+	if (IS_ERR(entry))
+		return PTR_ERR(entry);
+	q->mmap_entry = entry;
 
 	memset(desc, 0, sizeof(*desc));
 	desc->mmap_offset = rdma_user_mmap_get_offset(q->mmap_entry);
@@ -109,7 +136,10 @@ void srnic_queue_destroy(struct srnic_queue *q)
 	memset(q, 0, sizeof(*q));
 }
 
-/* ib_device_ops.mmap: map a ring the context was given a descriptor for. */
+/*
+ * ib_device_ops.mmap: map a ring or a device memory allocation the context
+ * was given the offset of.
+ */
 int srnic_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *rdma_entry;

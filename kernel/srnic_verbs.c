@@ -48,6 +48,7 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->max_cq = SRNIC_MAX_CQ;
 	attr->max_cqe = SRNIC_MAX_CQE;
 	attr->max_qp = SRNIC_MAX_QP;
+	attr->max_dm_size = to_srnic_dev(ibdev)->max_dm_size;
 	attr->max_qp_wr = SRNIC_MAX_QP_WR;
 	attr->max_srq = SRNIC_MAX_SRQ;
 	attr->max_srq_wr = SRNIC_MAX_SRQ_WR;
@@ -274,6 +275,12 @@ static int srnic_query_ucontext(struct ib_ucontext *ibuc,
 	return 0;
 }
 
+/* ib_device.driver_def: srnic's additions to the uverbs ioctl methods. */
+const struct uapi_definition srnic_uapi_defs[] = {
+	UAPI_DEF_CHAIN(srnic_dm_uapi_defs),
+	{},
+};
+
 static void srnic_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 }
@@ -380,6 +387,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.uverbs_abi_ver = SRNIC_ABI_VERSION,
 
 	.advise_mr = srnic_advise_mr,
+	.alloc_dm = srnic_alloc_dm,
 	.alloc_hw_port_stats = srnic_alloc_hw_port_stats,
 	.alloc_mr = srnic_alloc_mr,
 	.alloc_mw = srnic_alloc_mw,
@@ -392,6 +400,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.create_qp = srnic_create_qp,
 	.create_srq = srnic_create_srq,
 	.create_user_ah = srnic_create_ah,
+	.dealloc_dm = srnic_dealloc_dm,
 	.dealloc_driver = srnic_dev_dealloc,
 	.dealloc_mw = srnic_dealloc_mw,
 	.dealloc_pd = srnic_dealloc_pd,
@@ -427,6 +436,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.query_qp = srnic_query_qp,
 	.query_srq = srnic_query_srq,
 	.query_ucontext = srnic_query_ucontext,
+	.reg_dm_mr = srnic_reg_dm_mr,
 	.reg_user_mr = srnic_reg_user_mr,
 	.req_notify_cq = srnic_req_notify_cq,
 	.rereg_user_mr = srnic_rereg_user_mr,

@@ -8,6 +8,7 @@
 #include "cq.h"
 #include "cq_ex.h"
 #include "device.h"
+#include "dm.h"
 #include "mr.h"
 #include "mw.h"
 #include "pd.h"
@@ -57,6 +58,7 @@ void srnic_free_context(ibv_context *ibctx) noexcept
 // others keep libibverbs' defaults, which fail with EOPNOTSUPP.
 constinit const verbs_context_ops srnic_context_ops = {
 	.advise_mr = srnic::advise_mr,
+	.alloc_dm = srnic::alloc_dm,
 	.alloc_mw = srnic::alloc_mw,
 	.alloc_parent_domain = srnic::alloc_parent_domain,
 	.alloc_pd = srnic::alloc_pd,
@@ -79,7 +81,9 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.destroy_srq = srnic::destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srnic_free_context,
+	.free_dm = srnic::free_dm,
 	.get_srq_num = srnic::get_srq_num,
+	.import_dm = srnic::import_dm,
 	.import_mr = srnic::import_mr,
 	.import_pd = srnic::import_pd,
 	.modify_qp = srnic::modify_qp,
@@ -94,10 +98,12 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.query_port = srnic::query_port,
 	.query_qp = srnic::query_qp,
 	.query_srq = srnic::query_srq,
+	.reg_dm_mr = srnic::reg_dm_mr,
 	.reg_mr = srnic::reg_mr,
 	.req_notify_cq = srnic::req_notify_cq,
 	.rereg_mr = srnic::rereg_mr,
 	.resize_cq = srnic::resize_cq,
+	.unimport_dm = srnic::unimport_dm,
 	.unimport_mr = srnic::unimport_mr,
 	.unimport_pd = srnic::unimport_pd,
 };

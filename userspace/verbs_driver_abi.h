@@ -312,10 +312,14 @@ struct ibv_alloc_pd_resp_core {
 
 int ibv_cmd_get_context(struct verbs_context *context, struct ibv_get_context *cmd, size_t cmd_size,
 			struct ib_uverbs_get_context_resp *resp, size_t resp_size);
-// UVERBS_METHOD_QUERY_CONTEXT: num_comp_vectors and the device's core
-// support; driver (libibverbs' struct ibv_command_buffer) may be NULL, as
-// srnic passes it. Returns 0 or a positive errno.
+// libibverbs' ioctl command buffer (cmd_ioctl.h), opaque here: srnic only
+// passes nullptr for the "driver"/"link" of extra driver attributes (see
+// uverbs_ioctl.h for the methods that carry srnic's).
 struct ibv_command_buffer;
+
+// UVERBS_METHOD_QUERY_CONTEXT: num_comp_vectors and the device's core
+// support; driver may be NULL, as srnic passes it. Returns 0 or a positive
+// errno.
 int ibv_cmd_query_context(struct ibv_context *context, struct ibv_command_buffer *driver);
 int ibv_cmd_query_device_any(struct ibv_context *context,
 			     const struct ibv_query_device_ex_input *input,
@@ -581,6 +585,22 @@ int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 
+// ---- Device memory (driver.h) --------------------------------------------
+
+// What libibverbs keeps of a DM; the provider embeds it first in its own and
+// fills it (srnic allocates with its own ioctl, see dm.cpp): handle is the
+// kernel's object handle, also copied to dm.handle.
+struct verbs_dm {
+	struct ibv_dm dm;
+	uint32_t handle;
+};
+
+// Both return 0 or a positive errno. reg_dm_mr fails with EINVAL without
+// IBV_ACCESS_ZERO_BASED; it fills vmr (addr = NULL: the MR is zero based).
+int ibv_cmd_free_dm(struct verbs_dm *dm);
+int ibv_cmd_reg_dm_mr(struct ibv_pd *pd, struct verbs_dm *dm, uint64_t offset, size_t length,
+		      unsigned int access, struct verbs_mr *vmr, struct ibv_command_buffer *link);
+
 // The uverbs POST_SEND/POST_RECV write commands; with wr == NULL they carry
 // no work request, which srnic's kernel treats as a doorbell.
 int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
@@ -711,6 +731,18 @@ static_assert(offsetof(struct verbs_mr, mr_type) == 48);
 static_assert(offsetof(struct verbs_mr, access) == 52);
 static_assert(sizeof(struct verbs_mr) == 56);
 static_assert(sizeof(enum ibv_mr_type) == 4);
+
+static_assert(sizeof(struct ibv_dm) == 32);
+static_assert(offsetof(struct ibv_dm, comp_mask) == 24);
+static_assert(offsetof(struct ibv_dm, handle) == 28);
+static_assert(offsetof(struct verbs_dm, dm) == 0);
+static_assert(offsetof(struct verbs_dm, handle) == 32);
+static_assert(sizeof(struct verbs_dm) == 40);
+static_assert(offsetof(struct verbs_context_ops, alloc_dm) == 8);
+static_assert(offsetof(struct verbs_context_ops, free_dm) == 320);
+static_assert(offsetof(struct verbs_context_ops, reg_dm_mr) == 528);
+static_assert(offsetof(struct verbs_context_ops, import_dm) == 336);
+static_assert(offsetof(struct verbs_context_ops, unimport_dm) == 584);
 
 // Public, but the provider embeds it, so its size is part of what we rely on.
 static_assert(sizeof(struct verbs_context) == 648);

@@ -19,6 +19,7 @@
 #define SRNIC_ABI_USER_H
 
 #include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 /*
  * Bumped on every incompatible change of anything in this file. The kernel
@@ -134,6 +135,44 @@ struct srnic_resize_cq_req {
 
 struct srnic_resize_cq_resp {
 	struct srnic_queue_desc ring;
+};
+
+/*
+ * Device memory. UVERBS_METHOD_DM_ALLOC (an ioctl method without udata)
+ * carries one srnic attribute, SRNIC_ATTR_ALLOC_DM_RESP, a mandatory
+ * output into which the kernel writes struct srnic_alloc_dm_resp: where
+ * the provider maps the whole allocation (mmap() of the uverbs fd, length
+ * mmap_size, a multiple of the page size) for ibv_memcpy_to/from_dm().
+ * Driver attribute ids live in the driver namespace of the method.
+ */
+enum srnic_alloc_dm_attrs {
+	SRNIC_ATTR_ALLOC_DM_RESP = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+struct srnic_alloc_dm_resp {
+	__aligned_u64 mmap_offset;
+	__aligned_u64 mmap_size;
+};
+
+/*
+ * SRNIC_METHOD_DM_QUERY, srnic's method of the DM object, answers for a DM
+ * handle of the context (ibv_import_dm() in a context sharing the uverbs
+ * file) with struct srnic_query_dm_resp: its mapping and the length the
+ * allocation asked for.
+ */
+enum srnic_dm_methods {
+	SRNIC_METHOD_DM_QUERY = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum srnic_query_dm_attrs {
+	SRNIC_ATTR_QUERY_DM_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	SRNIC_ATTR_QUERY_DM_RESP,
+};
+
+struct srnic_query_dm_resp {
+	__aligned_u64 mmap_offset;
+	__aligned_u64 mmap_size;
+	__aligned_u64 length;
 };
 
 /* ---- Shared queue control record ----------------------------------- */
@@ -321,5 +360,7 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_sge, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_send_wqe, 64);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_recv_wqe, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_cqe, 64);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_dm_resp, 16);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_query_dm_resp, 24);
 
 #endif /* SRNIC_ABI_USER_H */
