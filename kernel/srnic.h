@@ -1158,6 +1158,7 @@ int srnic_mr_copy(struct srnic_mr *dst, u64 dst_iova, struct srnic_mr *src,
 
 /* srnic_payload.c: the payload ICRC */
 u32 srnic_payload_crc32(u32 crc, const void *data, size_t len);
+void srnic_payload_copy(void *dst, const void *src, size_t len);
 void srnic_payload_init(void);
 void srnic_payload_exit(void);
 

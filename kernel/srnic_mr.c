@@ -817,9 +817,9 @@ static int srnic_mr_xfer(struct srnic_mr *mr, u64 iova, void *buf, u64 len,
 		chunk = min_t(u64, len, PAGE_SIZE - map.offset);
 		va = kmap_local_page(map.page);
 		if (to_mr)
-			memcpy(va + map.offset, buf, chunk);
+			srnic_payload_copy(va + map.offset, buf, chunk);
 		else
-			memcpy(buf, va + map.offset, chunk);
+			srnic_payload_copy(buf, va + map.offset, chunk);
 		kunmap_local(va);
 		srnic_mr_unmap_page(&map);
 
@@ -937,7 +937,7 @@ int srnic_mr_copy(struct srnic_mr *dst, u64 dst_iova, struct srnic_mr *src,
 
 		dva = kmap_local_page(dmap.page);
 		sva = kmap_local_page(smap.page);
-		memcpy(dva + dmap.offset, sva + smap.offset, chunk);
+		srnic_payload_copy(dva + dmap.offset, sva + smap.offset, chunk);
 		/* kmap_local mappings are released in reverse order. */
 		kunmap_local(sva);
 		kunmap_local(dva);
