@@ -676,8 +676,9 @@ struct srnic_req_wqe {
  * @rnr_timer: the responder's RNR timer code, from its last RNR NAK
  * @rnr_retries_left: RNR retries left for the current WQE
  * @rnr_waiting: waiting for @rnr_until before retrying the WQE
- * @rnr_until: jiffies
- * @rnr_timer_list: reschedules the task at @rnr_until
+ * @rnr_until: ktime_get_ns() time the RNR wait ends
+ * @rnr_hrtimer: reschedules the task at @rnr_until (a high-resolution
+ *		 timer: RNR timers go down to 10 us, a jiffy is 4 ms)
  * @fatal: a completion was lost (CQ overrun): go to the error state
  *
  * Over the wire, the WQEs between the SQ's consumer index and @next_index
@@ -719,8 +720,8 @@ struct srnic_req {
 	u8 rnr_timer;
 	u8 rnr_retries_left;
 	bool rnr_waiting;
-	unsigned long rnr_until;
-	struct timer_list rnr_timer_list;
+	u64 rnr_until;
+	struct hrtimer rnr_hrtimer;
 	bool fatal;
 
 	struct srnic_req_wqe *wqes;
@@ -1324,6 +1325,8 @@ struct srnic_txd {
 int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd);
 bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode);
 u32 srnic_rnr_timer_usecs_of(u8 code);
+void srnic_req_rnr_wait(struct srnic_qp *qp, u8 code);
+bool srnic_req_rnr_wait_over(struct srnic_qp *qp);
 
 /* Is a send WQE's IB_WR_* opcode compare & swap or fetch & add? */
 static inline bool srnic_wr_is_atomic(u8 opcode)

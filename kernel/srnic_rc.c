@@ -642,14 +642,38 @@ void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
 		qp->req.fatal = true;
 }
 
-/* Wait before retrying a WQE the responder had no receive WQE for. */
-static void srnic_req_rnr_wait(struct srnic_qp *qp)
+/**
+ * srnic_req_rnr_wait() - wait before retrying, as an RNR NAK asks
+ * @qp: the QP, from its task
+ * @code: the responder's RNR timer code (its min_rnr_timer)
+ *
+ * The requester stops until the delay @code stands for has passed (not
+ * rounded up to a jiffy): then a timer schedules the task again.
+ */
+void srnic_req_rnr_wait(struct srnic_qp *qp, u8 code)
 {
-	u32 usecs = srnic_rnr_timer_usecs_of(qp->req.rnr_timer);
+	u64 delay = (u64)srnic_rnr_timer_usecs_of(code) * NSEC_PER_USEC;
 
-	qp->req.rnr_until = jiffies + usecs_to_jiffies(usecs);
+	qp->req.rnr_until = ktime_get_ns() + delay;
 	qp->req.rnr_waiting = true;
-	mod_timer(&qp->req.rnr_timer_list, qp->req.rnr_until);
+	hrtimer_start(&qp->req.rnr_hrtimer, ns_to_ktime(delay),
+		      HRTIMER_MODE_REL);
+}
+
+/**
+ * srnic_req_rnr_wait_over() - may the requester go on after an RNR wait?
+ * @qp: the QP, from its task
+ *
+ * Return: true if no RNR wait is in progress (any more).
+ */
+bool srnic_req_rnr_wait_over(struct srnic_qp *qp)
+{
+	if (!qp->req.rnr_waiting)
+		return true;
+	if (ktime_get_ns() < qp->req.rnr_until)
+		return false;
+	qp->req.rnr_waiting = false;
+	return true;
 }
 
 /**
@@ -717,11 +741,8 @@ static bool srnic_req_step(struct srnic_qp *qp)
 
 	if (READ_ONCE(qp->state) != IB_QPS_RTS)
 		return false;
-	if (qp->req.rnr_waiting) {
-		if (time_before(jiffies, qp->req.rnr_until))
-			return false;
-		qp->req.rnr_waiting = false;
-	}
+	if (!srnic_req_rnr_wait_over(qp))
+		return false;
 	if (!srnic_req_fetch(qp))
 		return false;
 
@@ -742,9 +763,12 @@ static bool srnic_req_step(struct srnic_qp *qp)
 	srnic_sgl_put(local);
 
 	if (exec == SRNIC_EXEC_RNR) {
+		/* What the local responder answered, as over the wire. */
+		srnic_count(to_srnic_dev(qp->ibqp.device),
+			    SRNIC_CNT_RNR_NAKS_RECEIVED);
 		if (qp->attrs.rnr_retry == SRNIC_RNR_RETRY_INFINITE ||
 		    qp->req.rnr_retries_left--) {
-			srnic_req_rnr_wait(qp);
+			srnic_req_rnr_wait(qp, qp->req.rnr_timer);
 			return false;
 		}
 		status = IB_WC_RNR_RETRY_EXC_ERR;
@@ -1111,11 +1135,13 @@ const struct srnic_engine_task_ops srnic_qp_task_ops = {
 	.woken = srnic_qp_woken,
 };
 
-static void srnic_req_rnr_timer(struct timer_list *t)
+static enum hrtimer_restart srnic_req_rnr_timer(struct hrtimer *t)
 {
-	struct srnic_qp *qp = from_timer(qp, t, req.rnr_timer_list);
+	struct srnic_qp *qp = container_of(t, struct srnic_qp,
+					   req.rnr_hrtimer);
 
 	srnic_engine_task_schedule(&qp->task);
+	return HRTIMER_NORESTART;
 }
 
 /**
@@ -1127,7 +1153,8 @@ int srnic_rc_init(struct srnic_qp *qp)
 	int err;
 
 	skb_queue_head_init(&qp->rxq);
-	timer_setup(&qp->req.rnr_timer_list, srnic_req_rnr_timer, 0);
+	hrtimer_init(&qp->req.rnr_hrtimer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	qp->req.rnr_hrtimer.function = srnic_req_rnr_timer;
 	qp->req.wqe = kmalloc(qp->sq.ring.entry_size, GFP_KERNEL);
 	/* Any responder's receive WQE fits: they are bounded by the ABI. */
 	qp->req.rwqe = kmalloc(SRNIC_MAX_RQ_ENTRY_SIZE, GFP_KERNEL);
@@ -1153,7 +1180,7 @@ err:
  */
 void srnic_rc_cleanup(struct srnic_qp *qp)
 {
-	del_timer_sync(&qp->req.rnr_timer_list);
+	hrtimer_cancel(&qp->req.rnr_hrtimer);
 	srnic_resp_cleanup(qp);
 	srnic_req_cleanup(qp);
 	skb_queue_purge(&qp->rxq);

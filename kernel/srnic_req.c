@@ -539,7 +539,6 @@ static void srnic_req_fail_head(struct srnic_qp *qp, enum ib_wc_status status)
 static void srnic_req_rnr_nak(struct srnic_qp *qp, u32 psn, u8 timer)
 {
 	struct srnic_req *req = &qp->req;
-	unsigned long delay;
 
 	srnic_count(to_srnic_dev(qp->ibqp.device),
 		    SRNIC_CNT_RNR_NAKS_RECEIVED);
@@ -549,10 +548,7 @@ static void srnic_req_rnr_nak(struct srnic_qp *qp, u32 psn, u8 timer)
 		return;
 	}
 	srnic_req_go_back(qp, psn);
-	delay = usecs_to_jiffies(srnic_rnr_timer_usecs_of(timer));
-	req->rnr_until = jiffies + delay;
-	req->rnr_waiting = true;
-	mod_timer(&req->rnr_timer_list, req->rnr_until);
+	srnic_req_rnr_wait(qp, timer);
 	/* The RNR wait is not an ACK timeout. */
 	del_timer(&req->timer);
 }
@@ -834,9 +830,8 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 	if (READ_ONCE(req->timed_out))
 		srnic_req_timeout(qp);
 	if (req->rnr_waiting) {
-		if (time_before(jiffies, req->rnr_until))
+		if (!srnic_req_rnr_wait_over(qp))
 			return false;
-		req->rnr_waiting = false;
 		srnic_req_arm_timer(qp);
 	}
 

@@ -6,10 +6,13 @@ tools (ibv_rc_pingpong -c, perftest) run too.
 """
 import random
 import subprocess
+import time
+from types import SimpleNamespace
 
 import pytest
 
-from harness import ipv4_gid, link_add, port_gids, run, wait_for
+from harness import (ipv4_gid, link_add, link_counters, port_gids, run,
+                     wait_for)
 
 pytest.importorskip("pyverbs")
 import pyverbs.enums as e  # noqa: E402
@@ -37,7 +40,8 @@ def gid_index(dev, addr):
 class RcEnd:
     """One RC QP with its CQ and a registered buffer, on device dev."""
 
-    def __init__(self, dev, gidx, access=ACCESS, rnr_retry=7):
+    def __init__(self, dev, gidx, access=ACCESS, rnr_retry=7,
+                 min_rnr_timer=1):
         self.ctx = Context(name=dev)
         self.gidx = gidx
         self.pd = PD(self.ctx)
@@ -52,13 +56,14 @@ class RcEnd:
                                          rcq=self.cq, cap=cap, sq_sig_all=0),
                      init)
         self.rnr_retry = rnr_retry
+        self.min_rnr_timer = min_rnr_timer
 
     def connect(self, peer):
         attr = QPAttr(port_num=1)
         attr.path_mtu = e.IBV_MTU_1024
         attr.max_dest_rd_atomic = 1
         attr.max_rd_atomic = 1
-        attr.min_rnr_timer = 1
+        attr.min_rnr_timer = self.min_rnr_timer
         attr.timeout = 14
         attr.retry_cnt = 7
         attr.rnr_retry = self.rnr_retry
@@ -252,6 +257,24 @@ def test_rnr_retry_exhaustion(pair):
                           send_flags=e.IBV_SEND_SIGNALED))
     (wc,) = a.poll()
     assert wc.status == e.IBV_WC_RNR_RETRY_EXC_ERR
+
+
+def test_rnr_retries_wait_the_responders_rnr_timer(pair):
+    """Each RNR retry waits the responder's min_rnr_timer (code 20: 10.24
+    ms) first, and each RNR answer counts in rnr_naks_received."""
+    a, b = pair(a={"rnr_retry": 2}, b={"min_rnr_timer": 20})
+    dev = SimpleNamespace(name=a.ctx.name, cmd=lambda *argv: list(argv))
+    before = link_counters(dev)["rnr_naks_received"]
+    t0 = time.monotonic()
+    a.qp.post_send(SendWR(wr_id=1, opcode=e.IBV_WR_SEND, num_sge=1,
+                          sg=[SGE(a.mr.buf, 0, a.mr.lkey)],
+                          send_flags=e.IBV_SEND_SIGNALED))
+    (wc,) = a.poll()
+    elapsed = time.monotonic() - t0
+    assert wc.status == e.IBV_WC_RNR_RETRY_EXC_ERR
+    # Three tries (the first and rnr_retry = 2 more), two waits between.
+    assert elapsed >= 2 * 0.01024, elapsed
+    assert link_counters(dev)["rnr_naks_received"] - before == 3
 
 
 def test_rnr_waits_for_a_late_receive(pair):
