@@ -1157,7 +1157,7 @@ int srnic_mr_copy_from(struct srnic_mr *mr, u64 iova, void *dst, u64 len);
 int srnic_mr_copy(struct srnic_mr *dst, u64 dst_iova, struct srnic_mr *src,
 		  u64 src_iova, u64 len);
 
-/* srnic_payload.c: the payload ICRC */
+/* srnic_payload.c: the payload ICRC and copy routines */
 u32 srnic_payload_crc32(u32 crc, const void *data, size_t len);
 void srnic_payload_copy(void *dst, const void *src, size_t len);
 void srnic_payload_init(void);
