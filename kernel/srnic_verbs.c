@@ -90,6 +90,13 @@ static int srnic_query_device(struct ib_device *ibdev,
 		attr->odp_caps.per_transport_caps.ud_odp_caps =
 			caps & (IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
 				IB_ODP_SUPPORT_SRQ_RECV);
+		/*
+		 * XRC: the XRC_SEND requester and the XRC_RECV responder
+		 * run RC's code (SEND, WRITE, READ, atomics); receives land
+		 * in XRC SRQs only, so SRQ_RECV but not RECV.
+		 */
+		attr->odp_caps.per_transport_caps.xrc_odp_caps =
+			caps & ~IB_ODP_SUPPORT_RECV;
 	}
 	/*
 	 * No IB_DEVICE_SRQ_RESIZE (modify_srq's IB_SRQ_MAX_WR is
