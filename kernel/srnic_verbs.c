@@ -37,6 +37,11 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->max_mw = SRNIC_MAX_MW;
 	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW |
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B | IB_DEVICE_XRC;
+	/*
+	 * ATOMIC WRITE (RC and XRC, srnic_resp_atomic_write()): 6.1's
+	 * uverbs passes device_cap_flags to device_cap_flags_ex whole.
+	 */
+	attr->device_cap_flags |= SRNIC_DEVICE_ATOMIC_WRITE;
 	attr->vendor_id = SRNIC_VENDOR_ID;
 	attr->vendor_part_id = SRNIC_VENDOR_PART_ID;
 	attr->hw_ver = SRNIC_ABI_VERSION;
