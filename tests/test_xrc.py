@@ -165,6 +165,11 @@ class XrcEnd:
         return self.srqs[i].get_srq_num()
 
     def close(self):
+        """Close the context (QPs before the PD, as Context.close orders
+        them), then the domain's file. Left to the garbage collector while
+        the context is open, the PD could go before the XRC_SEND QPs still
+        using it: EBUSY from PD.__dealloc__, a warning in a later test."""
+        self.ctx.close()
         os.close(self.fd)
 
 
