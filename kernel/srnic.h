@@ -1341,10 +1341,34 @@ static inline bool srnic_wr_is_local(u8 opcode)
 	return opcode == IB_WR_BIND_MW || opcode == IB_WR_LOCAL_INV;
 }
 
-/* Does it take a responder resource (max_rd_atomic): READ and atomics. */
+/*
+ * ATOMIC WRITE (IBTA 1.5 Atomic Write annex, Linux >= 6.2's
+ * IB_WR_ATOMIC_WRITE and IB_WC_ATOMIC_WRITE): Linux 6.1's ib_verbs.h has
+ * no names for it, so srnic has its own, the uverbs values
+ * (IB_UVERBS_WR_ATOMIC_WRITE, IB_UVERBS_WC_ATOMIC_WRITE,
+ * IB_UVERBS_DEVICE_ATOMIC_WRITE) that libibverbs' IBV_WR_ATOMIC_WRITE,
+ * IBV_WC_ATOMIC_WRITE and IBV_DEVICE_ATOMIC_WRITE also have. Only user
+ * QPs post it (6.1's kernel ULPs cannot); 9 is IB_WC_MASKED_COMP_SWAP to
+ * a 6.1 kernel consumer, which srnic never reports.
+ */
+#define SRNIC_WR_ATOMIC_WRITE 15
+#define SRNIC_WC_ATOMIC_WRITE 9
+#define SRNIC_DEVICE_ATOMIC_WRITE BIT_ULL(40)
+
+/* Does it read a response (READ responses, ATOMIC_ACKNOWLEDGE)? */
 static inline bool srnic_wr_is_rd_atomic(u8 opcode)
 {
 	return opcode == IB_WR_RDMA_READ || srnic_wr_is_atomic(opcode);
+}
+
+/*
+ * Does it take a responder resource (one of max_rd_atomic outstanding):
+ * READ, atomics, and ATOMIC WRITE, which completes on a plain ACK.
+ */
+static inline bool srnic_wr_takes_rd_resource(u8 opcode)
+{
+	return srnic_wr_is_rd_atomic(opcode) ||
+	       opcode == SRNIC_WR_ATOMIC_WRITE;
 }
 
 /* Bytes an atomic operates on, at an address aligned to as many. */
@@ -1396,6 +1420,7 @@ void srnic_resp_flush_ack(struct srnic_qp *qp);
 bool srnic_resp_went_back(struct srnic_qp *qp);
 int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
 			 u64 swap_add, u64 compare, u64 *orig);
+int srnic_atomic_write_execute(struct srnic_mr *mr, u64 iova, u64 value);
 
 /*
  * srnic_ah.c: address handles. An AH number is an index in [1, SRNIC_MAX_AH]

@@ -57,6 +57,7 @@ static const u8 srnic_send_wc_opcode[] = {
 	[IB_WR_LOCAL_INV] = IB_WC_LOCAL_INV,
 	[IB_WR_BIND_MW] = IB_WC_BIND_MW,
 	[IB_WR_SEND_WITH_INV] = IB_WC_SEND,
+	[SRNIC_WR_ATOMIC_WRITE] = SRNIC_WC_ATOMIC_WRITE,
 };
 
 static_assert((int)IB_WR_RDMA_WRITE == (int)IB_UVERBS_WR_RDMA_WRITE &&

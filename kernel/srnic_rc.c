@@ -427,6 +427,44 @@ static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
 	return IB_WC_SUCCESS;
 }
 
+static int srnic_sgl_xfer(const struct srnic_sgl *sgl, u64 offset, u8 *buf,
+			  u32 len, bool into_sgl);
+
+/*
+ * An ATOMIC WRITE against a local destination: checked as the wire
+ * responder checks it (srnic_resp_atomic_write()), the 8 bytes of @local
+ * (the WQE's inline data) stored by srnic_atomic_write_execute().
+ */
+static enum ib_wc_status srnic_local_atomic_write(struct srnic_qp *dest,
+						  struct srnic_srq *xsrq,
+						  const struct srnic_send_wqe *wqe,
+						  const struct srnic_sgl *local)
+{
+	struct srnic_mr *mr;
+	u64 value;
+	int err;
+
+	if (!(READ_ONCE(dest->attrs.access_flags) & IB_ACCESS_REMOTE_WRITE) ||
+	    !READ_ONCE(dest->attrs.max_dest_rd_atomic) ||
+	    local->len != SRNIC_ATOMIC_SIZE)
+		return IB_WC_REM_INV_REQ_ERR;
+	mr = srnic_rkey_lookup(dest, srnic_resp_pd(dest, xsrq), wqe->rdma.rkey,
+			       IB_ACCESS_REMOTE_WRITE, wqe->rdma.remote_addr,
+			       SRNIC_ATOMIC_SIZE);
+	if (IS_ERR(mr))
+		return IB_WC_REM_ACCESS_ERR;
+	if (srnic_sgl_xfer(local, 0, (u8 *)&value, sizeof(value), false)) {
+		srnic_mr_put(mr);
+		return IB_WC_LOC_PROT_ERR;
+	}
+	err = srnic_atomic_write_execute(mr, wqe->rdma.remote_addr, value);
+	srnic_mr_put(mr);
+	if (err)
+		return err == -EINVAL ? IB_WC_REM_INV_REQ_ERR :
+					IB_WC_REM_ACCESS_ERR;
+	return IB_WC_SUCCESS;
+}
+
 /*
  * Execute one WQE against a local destination QP. @local holds the
  * requester's own side of the message (source for SEND/WRITE, target for
@@ -504,6 +542,9 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		*status = srnic_local_atomic(dest, xsrq, wqe, local);
 		break;
+	case SRNIC_WR_ATOMIC_WRITE:
+		*status = srnic_local_atomic_write(dest, xsrq, wqe, local);
+		break;
 	default:
 		*status = IB_WC_REM_INV_REQ_ERR;
 		break;
@@ -565,6 +606,7 @@ bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode)
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 	case IB_WR_SEND_WITH_INV:
+	case SRNIC_WR_ATOMIC_WRITE:
 		return srnic_qp_acked(qp);	/* not on UC */
 	default:
 		return false;
@@ -578,9 +620,10 @@ bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode)
  * @sgl: its SGEs, resolved with the access the operation needs, or its
  *	 inline data
  *
- * An atomic's result goes to exactly one SGE of SRNIC_ATOMIC_SIZE bytes
- * (the provider refuses anything else with EINVAL; a ring scribbled on
- * completes with a local error).
+ * An atomic's result goes to exactly one SGE of SRNIC_ATOMIC_SIZE bytes,
+ * and an ATOMIC WRITE's value is exactly SRNIC_ATOMIC_SIZE bytes of inline
+ * data, whatever the QP's max_inline_data (the provider refuses anything
+ * else with EINVAL; a ring scribbled on completes with a local error).
  *
  * Return: IB_WC_SUCCESS or the local error to complete the WQE with.
  */
@@ -592,9 +635,16 @@ enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 	const struct srnic_sge *sge = (const struct srnic_sge *)(wqe + 1);
 	u32 room = qp->sq.ring.entry_size - sizeof(*wqe);
 
+	if (wqe->opcode == SRNIC_WR_ATOMIC_WRITE &&
+	    (!(wqe->flags & SRNIC_WQE_INLINE) ||
+	     wqe->inline_len != SRNIC_ATOMIC_SIZE))
+		return IB_WC_LOC_QP_OP_ERR;
 	if (wqe->flags & SRNIC_WQE_INLINE) {
+		u32 max_inline = wqe->opcode == SRNIC_WR_ATOMIC_WRITE ?
+				 SRNIC_ATOMIC_SIZE : qp->max_inline;
+
 		if (srnic_wr_is_rd_atomic(wqe->opcode) ||
-		    wqe->inline_len > min(room, qp->max_inline))
+		    wqe->inline_len > min(room, max_inline))
 			return IB_WC_LOC_QP_OP_ERR;
 		sgl->num = 0;
 		sgl->len = wqe->inline_len;

@@ -7,7 +7,9 @@
  * WRITE, one per expected response packet of a READ, one for an atomic
  * (compare & swap, fetch & add), which is like a one-packet READ: it takes
  * one of max_rd_atomic outstanding slots, and its ATOMIC_ACKNOWLEDGE
- * carries the 8-byte original value into its one local SGE. The WQEs between the
+ * carries the 8-byte original value into its one local SGE. An ATOMIC
+ * WRITE is a one-packet WRITE of its 8 inline bytes that takes such a slot
+ * too, and completes on an ACK. The WQEs between the
  * SQ's consumer index and req.next_index are outstanding; req.send_index
  * and req.send_psn say which packet goes out next. Packets of up to
  * SRNIC_REQ_WINDOW PSNs beyond the oldest unacknowledged one are in
@@ -166,7 +168,7 @@ static bool srnic_req_may_take(struct srnic_qp *qp)
 	entry = srnic_queue_entry(&qp->sq.ring, req->next_index);
 	opcode = READ_ONCE(entry->opcode);
 	flags = READ_ONCE(entry->flags);
-	if (srnic_wr_is_rd_atomic(opcode) &&
+	if (srnic_wr_takes_rd_resource(opcode) &&
 	    req->reads >= max_t(u8, qp->attrs.max_rd_atomic, 1))
 		return false;
 	return !(flags & SRNIC_WQE_FENCE) || !req->reads;
@@ -204,7 +206,7 @@ static bool srnic_req_take(struct srnic_qp *qp)
 		rw->last_psn = srnic_psn_add(rw->first_psn,
 					     srnic_req_npkts(qp, rw->len) - 1);
 		req->next_psn = srnic_psn_add(rw->last_psn, 1);
-		if (srnic_wr_is_rd_atomic(rw->opcode))
+		if (srnic_wr_takes_rd_resource(rw->opcode))
 			req->reads++;
 	}
 	req->next_index++;
@@ -229,6 +231,9 @@ static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
 		return SRNIC_OP_CMP_SWAP;
 	if (rw->opcode == IB_WR_ATOMIC_FETCH_AND_ADD)
 		return SRNIC_OP_FETCH_ADD;
+	/* One packet: its 8 bytes are the WQE's inline data. */
+	if (rw->opcode == SRNIC_WR_ATOMIC_WRITE)
+		return SRNIC_OP_ATOMIC_WRITE;
 	if (rw->opcode == IB_WR_SEND || rw->opcode == IB_WR_SEND_WITH_IMM ||
 	    inv) {
 		if (first && last)
@@ -438,7 +443,8 @@ static bool srnic_req_retire_head(struct srnic_qp *qp,
 	if (!retired)
 		return false;
 
-	if (srnic_wr_is_rd_atomic(rw->opcode) && rw->status == IB_WC_SUCCESS)
+	if (srnic_wr_takes_rd_resource(rw->opcode) &&
+	    rw->status == IB_WC_SUCCESS)
 		req->reads--;
 	if (req->read_sgl_index == index + 1) {
 		srnic_sgl_put(&req->read_sgl);

@@ -10,9 +10,10 @@
  * duplicate: SENDs and WRITEs are acknowledged again without being
  * executed again, READs are executed again from the PSN asked for (a READ
  * has no side effect), atomics are answered with the original value saved
- * when they executed, never executed twice. A SEND or WRITE with immediate data that finds the
- * receive queue empty gets an RNR NAK with the QP's min_rnr_timer, before
- * any byte is written. Errors that IBTA makes fatal (invalid request,
+ * when they executed, never executed twice (an ATOMIC WRITE, answered by
+ * an ACK, is ACKed again as a WRITE is). A SEND or WRITE with immediate
+ * data that finds the receive queue empty gets an RNR NAK with the QP's
+ * min_rnr_timer, before any byte is written. Errors that IBTA makes fatal (invalid request,
  * remote access, remote operational error) are NAKed and move the QP to
  * the error state.
  *
@@ -494,6 +495,44 @@ int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
 	return 0;
 }
 
+/**
+ * srnic_atomic_write_execute() - ATOMIC WRITE of 8 bytes into an MR
+ * @mr: the target MR, referenced, its R_Key, access (REMOTE_WRITE) and
+ *	bounds checked for SRNIC_ATOMIC_SIZE bytes at @iova
+ * @iova: the target address
+ * @value: the 8 bytes, as they came (a raw copy, no byte order applied)
+ *
+ * One 64-bit store under srnic_atomic_lock: no reader sees half of it,
+ * and it is atomic with respect to srnic's compare & swap and fetch & add.
+ * Used by the wire responder and by local delivery.
+ *
+ * Return: as srnic_atomic_execute(): 0, -EINVAL for an address not 8-byte
+ * aligned (invalid request), or the errno of a failed ODP fault.
+ */
+int srnic_atomic_write_execute(struct srnic_mr *mr, u64 iova, u64 value)
+{
+	struct srnic_mr_map map;
+	void *va;
+	int err;
+
+	if (!IS_ALIGNED(iova, SRNIC_ATOMIC_SIZE))
+		return -EINVAL;
+	err = srnic_mr_map_page(mr, iova, true, &map);
+	if (err)
+		return mr->type == SRNIC_MR_ODP ? err : -EINVAL;
+	if (!IS_ALIGNED(map.offset, SRNIC_ATOMIC_SIZE)) {
+		srnic_mr_unmap_page(&map);
+		return -EINVAL;
+	}
+	va = kmap_local_page(map.page);
+	spin_lock(&srnic_atomic_lock);
+	WRITE_ONCE(*(u64 *)(va + map.offset), value);
+	spin_unlock(&srnic_atomic_lock);
+	kunmap_local(va);
+	srnic_mr_unmap_page(&map);
+	return 0;
+}
+
 /* Answer an atomic request: AETH (ACK) and the original value. */
 static void srnic_resp_send_atomic_ack(struct srnic_qp *qp, u32 psn, u64 orig)
 {
@@ -564,6 +603,53 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 	return SRNIC_RESP_OK;
 }
 
+/*
+ * An ATOMIC WRITE (IBTA 1.5 Atomic Write annex; rxe's atomic_write_reply()
+ * in Linux >= 6.2): a RETH with a DMA length of 8 and 8 bytes of payload,
+ * stored at once (srnic_atomic_write_execute()) and answered with an ACK.
+ * Checked as a WRITE is (the QP's REMOTE_WRITE, else an invalid request;
+ * the R_Key with REMOTE_WRITE, else a remote access error), plus what is
+ * its own: a responder resource (max_dest_rd_atomic, as atomics), the
+ * lengths, and an 8-byte aligned address (invalid request). It is
+ * executed once: a duplicate is ACKed again (srnic_resp_duplicate()).
+ */
+static enum srnic_resp_verdict srnic_resp_atomic_write(struct srnic_qp *qp,
+						       struct sk_buff *skb,
+						       const struct srnic_pkt *pkt)
+{
+	const struct srnic_reth *reth =
+		(const struct srnic_reth *)(skb->data + pkt->reth);
+	struct srnic_resp *resp = &qp->resp;
+	u64 va = be64_to_cpu(reth->va);
+	struct srnic_mr *mr;
+	u64 value;
+	int err;
+
+	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_WRITE) ||
+	    !READ_ONCE(qp->attrs.max_dest_rd_atomic) ||
+	    be32_to_cpu(reth->dma_len) != SRNIC_ATOMIC_SIZE ||
+	    pkt->payload_len != SRNIC_ATOMIC_SIZE)
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
+	mr = srnic_rkey_lookup(qp, srnic_resp_pd(qp, resp->xsrq),
+			       be32_to_cpu(reth->rkey), IB_ACCESS_REMOTE_WRITE,
+			       va, SRNIC_ATOMIC_SIZE);
+	if (IS_ERR(mr))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
+					IB_WC_REM_ACCESS_ERR);
+	memcpy(&value, skb->data + pkt->hdr_len, sizeof(value));
+	err = srnic_atomic_write_execute(mr, va, value);
+	srnic_mr_put(mr);
+	if (err == -EINVAL)
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
+	if (err)
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
+					IB_WC_REM_ACCESS_ERR);
+	resp->msn++;
+	return SRNIC_RESP_OK;
+}
+
 /* A duplicate atomic: its saved result, if a resource still holds it. */
 static void srnic_resp_atomic_duplicate(struct srnic_qp *qp,
 					const struct srnic_pkt *pkt)
@@ -611,13 +697,15 @@ static enum srnic_resp_verdict srnic_resp_execute(struct srnic_qp *qp,
 	    (!(pkt->flags & SRNIC_OPF_LAST) && !pkt->payload_len))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
-	/* ATOMIC_WRITE comes with its own support; UC has no IETH. */
-	if ((pkt->ieth && !srnic_qp_acked(qp)) ||
-	    ((pkt->flags & SRNIC_OPF_ATOMIC) && !pkt->atmeth))
+	/* UC has no IETH. */
+	if (pkt->ieth && !srnic_qp_acked(qp))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
 	if (pkt->atmeth)
 		return srnic_resp_atomic(qp, skb, pkt);
+	/* The atomic with a RETH and no AtomicETH: ATOMIC_WRITE (RC, XRC). */
+	if (pkt->flags & SRNIC_OPF_ATOMIC)
+		return srnic_resp_atomic_write(qp, skb, pkt);
 	if (pkt->flags & SRNIC_OPF_SEND)
 		return srnic_resp_send(qp, skb, pkt);
 	if (pkt->flags & SRNIC_OPF_WRITE)

@@ -37,6 +37,11 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->max_mw = SRNIC_MAX_MW;
 	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW |
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B | IB_DEVICE_XRC;
+	/*
+	 * ATOMIC WRITE (RC and XRC, srnic_resp_atomic_write()): 6.1's
+	 * uverbs passes device_cap_flags to device_cap_flags_ex whole.
+	 */
+	attr->device_cap_flags |= SRNIC_DEVICE_ATOMIC_WRITE;
 	attr->vendor_id = SRNIC_VENDOR_ID;
 	attr->vendor_part_id = SRNIC_VENDOR_PART_ID;
 	attr->hw_ver = SRNIC_ABI_VERSION;
@@ -90,6 +95,13 @@ static int srnic_query_device(struct ib_device *ibdev,
 		attr->odp_caps.per_transport_caps.ud_odp_caps =
 			caps & (IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
 				IB_ODP_SUPPORT_SRQ_RECV);
+		/*
+		 * XRC: the XRC_SEND requester and the XRC_RECV responder
+		 * run RC's code (SEND, WRITE, READ, atomics); receives land
+		 * in XRC SRQs only, so SRQ_RECV but not RECV.
+		 */
+		attr->odp_caps.per_transport_caps.xrc_odp_caps =
+			caps & ~IB_ODP_SUPPORT_RECV;
 	}
 	/*
 	 * No IB_DEVICE_SRQ_RESIZE (modify_srq's IB_SRQ_MAX_WR is

@@ -406,7 +406,7 @@ def test_ud_send_and_imm(topology):
 
 
 @pytest.mark.parametrize("qp_type,flag", [
-    (e.IBV_QPT_RC, e.IBV_QP_EX_WITH_ATOMIC_WRITE),
+    (e.IBV_QPT_UD, e.IBV_QP_EX_WITH_ATOMIC_WRITE),
     (e.IBV_QPT_UD, e.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP),
     (e.IBV_QPT_UD, e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD),
     (e.IBV_QPT_UD, e.IBV_QP_EX_WITH_BIND_MW),

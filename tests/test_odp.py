@@ -3,9 +3,10 @@
 (tests/topology.py): IBV_ACCESS_ON_DEMAND MRs pin nothing, and the engine
 faults their pages in when it touches them.
 
-Covered: the ODP capabilities query_device_ex reports; SEND, RDMA WRITE,
-RDMA READ and atomics between explicit ODP MRs over fresh mmap()ed memory
-that only the remote side's traffic touches first; an implicit ODP MR
+Covered: the ODP capabilities query_device_ex reports (RC, UD, XRC); SEND,
+RDMA WRITE, RDMA READ and atomics between explicit ODP MRs over fresh
+mmap()ed memory that only the remote side's traffic touches first (RC, and
+XRC into an XRC SRQ); an implicit ODP MR
 (address 0, length SIZE_MAX) reaching memory across its 2 MiB children;
 ibv_advise_mr prefetch (each advice, synchronous and asynchronous) and its
 errnos; munmap and a new mapping at the same address under a registered
@@ -32,8 +33,8 @@ from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 from pyverbs.wr import SGE, SendWR  # noqa: E402
 
-from rc_verbs import (ACCESS_ALL, RCPair, close_all, recv_wr,  # noqa: E402
-                      send_wr, status_name)
+from rc_verbs import (ACCESS_ALL, RCPair, close_all, poll_cq,  # noqa: E402
+                      recv_wr, send_wr, status_name)
 from topology import topology  # noqa: E402,F401 (fixture)
 
 ACCESS_ATOMIC = ACCESS_ALL | e.IBV_ACCESS_REMOTE_ATOMIC
@@ -208,6 +209,10 @@ def test_odp_caps(rc):
         assert caps.rc_odp_caps & want == want
         ud = e.IBV_ODP_SUPPORT_SEND | e.IBV_ODP_SUPPORT_RECV
         assert caps.ud_odp_caps & ud == ud
+        # XRC: everything RC has but plain RECV (XRC receives go to SRQs),
+        # what rdma-core's test_odp_xrc_traffic asks for among it.
+        xrc = want & ~e.IBV_ODP_SUPPORT_RECV
+        assert caps.xrc_odp_caps == xrc, hex(caps.xrc_odp_caps)
 
 
 def test_registration_errnos(rc):
@@ -292,6 +297,79 @@ def test_atomics(rc):
     assert atomic(7, e.IBV_WR_ATOMIC_CMP_AND_SWP, 12, 99, roff=16) == 12
     assert atomic(8, e.IBV_WR_ATOMIC_CMP_AND_SWP, 1, 5, roff=24) == 99
     assert struct.unpack("=Q", peek(target.buf + off, 8))[0] == 99
+
+
+def test_xrc(topology, tmp_path):
+    """XRC over explicit ODP MRs (the xrc_odp_caps): a SEND from an ODP
+    page into an XRC SRQ's receive buffer on an untouched ODP page, an
+    RDMA WRITE and READ, and a fetch & add, all through an XRC_RECV QP."""
+    from test_xrc import XrcPair, xrc_wr
+    for end in (topology.a, topology.b):
+        if end.kind != "srnic":
+            pytest.skip(f"{end.name} is {end.kind}: rxe 6.1 has no XRC")
+    t = XrcPair(topology, tmp_path)
+    maps = []
+
+    class Odp:
+        """An explicit ODP MR over a fresh mapping (buf, lkey, rkey as
+        rc_verbs' helpers want them)."""
+
+        def __init__(self, side, length):
+            m = Mapping(length)
+            maps.append(m)
+            self.mr = MR(side.pd, length, ACCESS_ATOMIC | ODP,
+                         address=m.addr)
+            side.mrs.append(self.mr)
+            self.buf, self.lkey, self.rkey = m.addr, self.mr.lkey, \
+                self.mr.rkey
+
+    def done(cq, wr_id, opcode):
+        wc, = poll_cq(cq, 1)
+        assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
+        assert (wc.wr_id, wc.opcode) == (wr_id, opcode)
+        return wc
+
+    a, b = t.a, t.b
+    try:
+        n = b.srq_num(0)
+        size = 2 * PAGE + 3
+        src, dst = Odp(a, 2 * size), Odp(b, 2 * size)
+        data = rng.randbytes(size)
+        poke(src.buf, data)
+        b.srqs[0].post_recv(recv_wr(1, [SGE(dst.buf, size, dst.lkey)]))
+        a.inis[0].post_send(xrc_wr(2, e.IBV_WR_SEND,
+                                   [SGE(src.buf, size, src.lkey)], n))
+        done(a.cq, 2, e.IBV_WC_SEND)
+        wc = done(b.srq_cqs[0], 1, e.IBV_WC_RECV)
+        assert wc.byte_len == size
+        assert peek(dst.buf, size) == data
+        # WRITE to the untouched second half, READ it back to the first.
+        a.inis[0].post_send(xrc_wr(3, e.IBV_WR_RDMA_WRITE,
+                                   [SGE(src.buf, size, src.lkey)], n,
+                                   remote=(dst, size)))
+        done(a.cq, 3, e.IBV_WC_RDMA_WRITE)
+        assert peek(dst.buf + size, size) == data
+        poke(dst.buf + size, data[::-1])
+        a.inis[0].post_send(xrc_wr(4, e.IBV_WR_RDMA_READ,
+                                   [SGE(src.buf + size, size, src.lkey)], n,
+                                   remote=(dst, size)))
+        done(a.cq, 4, e.IBV_WC_RDMA_READ)
+        assert peek(src.buf + size, size) == data[::-1]
+        off = 2 * size - 8 & ~7
+        poke(dst.buf + off, struct.pack("=Q", 40))
+        wr = xrc_wr(5, e.IBV_WR_ATOMIC_FETCH_AND_ADD,
+                    [SGE(src.buf, 8, src.lkey)], n)
+        wr.set_wr_atomic(rkey=dst.rkey, addr=dst.buf + off, compare_add=2,
+                         swap=0)
+        a.inis[0].post_send(wr)
+        done(a.cq, 5, e.IBV_WC_FETCH_ADD)
+        assert struct.unpack("=Q", peek(src.buf, 8))[0] == 40
+        assert struct.unpack("=Q", peek(dst.buf + off, 8))[0] == 42
+    finally:
+        t.close()
+        close_all()
+        for m in maps:
+            m.close()
 
 
 # ---- implicit ODP -----------------------------------------------------------

@@ -4,10 +4,20 @@ compare & swap (success and failure), fetch & add (wrapping modulo 2^64),
 a stream of fetch & adds beyond max_rd_atomic, fetch & adds from two QPs
 on one target summing exactly, and the errors: a misaligned target
 (IBV_WC_REM_INV_REQ_ERR), an MR without REMOTE_ATOMIC
-(IBV_WC_REM_ACCESS_ERR), a QP without it (IBV_WC_REM_INV_REQ_ERR). Then, between two srnic devices over the wire
-with fault injection duplicating and dropping packets: every fetch & add
-is applied exactly once (the responder answers a duplicate from its saved
-result).
+(IBV_WC_REM_ACCESS_ERR), a QP without it (IBV_WC_REM_INV_REQ_ERR). Then,
+between two srnic devices over the wire with fault injection duplicating
+and dropping packets: every fetch & add is applied exactly once (the
+responder answers a duplicate from its saved result).
+
+ATOMIC WRITE (ibv_wr_atomic_write, and ibv_post_send with
+IBV_WR_ATOMIC_WRITE; IBTA's Atomic Write annex), where both ends are srnic
+(rxe 6.1 has no ATOMIC WRITE: skipped on the interop topologies and the
+rxe kind): the device cap; the 8 bytes land and nothing around them
+changes; interleaved with fetch & adds on the same word; a misaligned
+target (IBV_WC_REM_INV_REQ_ERR), an MR without REMOTE_WRITE, a bad R_Key
+or a target past the MR (IBV_WC_REM_ACCESS_ERR), a QP without REMOTE_WRITE
+(IBV_WC_REM_INV_REQ_ERR); and under duplication and loss, no duplicate
+stores again.
 
 Values are native 64-bit integers in the MRs (little-endian on x86), as
 verbs define them. Run against rxe to validate the suite:
@@ -21,6 +31,7 @@ import pytest
 pytest.importorskip("pyverbs")
 import pyverbs.enums as e  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
+from pyverbs.qp import QPCap, QPEx, QPInitAttrEx  # noqa: E402
 from pyverbs.wr import SGE, SendWR  # noqa: E402
 
 import harness  # noqa: E402
@@ -405,5 +416,250 @@ def test_fetch_add_exactly_once_under_faults(topology, fault):
         dups = after["rx_duplicate_requests"] - \
             before["rx_duplicate_requests"]
         assert dups > 0, "no duplicate atomic reached the responder"
+    finally:
+        p.close()
+
+
+# ---- ATOMIC WRITE (srnic at both ends: rxe 6.1 has none) -------------------
+
+AW_OPS = (e.IBV_QP_EX_WITH_ATOMIC_WRITE |
+          e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+# IBV_DEVICE_ATOMIC_WRITE of device_cap_flags_ex (IB_UVERBS_DEVICE_*).
+DEVICE_ATOMIC_WRITE = 1 << 40
+
+
+def srnic_both(topology):
+    for end in (topology.a, topology.b):
+        if end.kind != "srnic":
+            pytest.skip(f"{end.name} is {end.kind}: rxe 6.1 has no "
+                        "ATOMIC WRITE")
+
+
+def aw_connected(topology, qp_access=ACCESS_ATOMIC, timeout=14):
+    """A pair whose side a posts through the extended API (ibv_wr_*), with
+    ATOMIC WRITE and fetch & add."""
+    srnic_both(topology)
+    p = RCPair(topology, qp_access=qp_access)
+    a = p.a
+    cap = QPCap(max_send_wr=64, max_recv_wr=4, max_send_sge=1,
+                max_recv_sge=1)
+    attr = QPInitAttrEx(qp_type=e.IBV_QPT_RC, scq=a.cq, rcq=a.cq, cap=cap,
+                        pd=a.pd, send_ops_flags=AW_OPS,
+                        comp_mask=e.IBV_QP_INIT_ATTR_PD |
+                        e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+    a.qp = QPEx(a.ctx, attr)
+    p.connect(timeout=timeout)
+    return p
+
+
+@pytest.fixture
+def aw(topology):
+    p = aw_connected(topology)
+    yield p
+    p.close()
+
+
+def post_atomic_write(side, wr_id, target, offset, value, rkey=None):
+    """ibv_wr_atomic_write of the native 64-bit value to target + offset."""
+    qp = side.qp
+    qp.wr_start()
+    qp.wr_id = wr_id
+    qp.wr_flags = e.IBV_SEND_SIGNALED
+    qp.wr_atomic_write(target.rkey if rkey is None else rkey,
+                       target.buf + offset, struct.pack("=Q", value & U64))
+    qp.wr_complete()
+
+
+def post_fetch_add(side, wr_id, target, offset, result, roff, add):
+    qp = side.qp
+    qp.wr_start()
+    qp.wr_id = wr_id
+    qp.wr_flags = e.IBV_SEND_SIGNALED
+    qp.wr_atomic_fetch_add(target.rkey, target.buf + offset, add)
+    qp.wr_set_sge(SGE(result.buf + roff, 8, result.lkey))
+    qp.wr_complete()
+
+
+def check_aw_ok(wc, wr_id):
+    assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
+    assert wc.wr_id == wr_id
+    assert wc.opcode == e.IBV_WC_ATOMIC_WRITE
+
+
+def test_atomic_write_cap(topology):
+    srnic_both(topology)
+    p = RCPair(topology)
+    try:
+        for side in p.sides():
+            flags = side.ctx.query_device_ex().device_cap_flags_ex
+            assert flags & DEVICE_ATOMIC_WRITE, hex(flags)
+    finally:
+        p.close()
+
+
+def test_atomic_write_value_lands(aw):
+    """The 8 bytes land at the target, nothing around them changes, the
+    target needs REMOTE_WRITE only, and no receive WQE is involved."""
+    a, b = aw.a, aw.b
+    target = b.mr(64, ACCESS_ALL)
+    guard = bytes(range(64))
+    target.write(guard, 64, 0)
+    post_atomic_write(a, 1, target, 16, 0x0123456789abcdef)
+    check_aw_ok(a.poll()[0], 1)
+    assert u64(target, 16) == 0x0123456789abcdef
+    assert target.read(16, 0) == guard[:16]
+    assert target.read(40, 24) == guard[24:]
+    post_atomic_write(a, 2, target, 56, U64)
+    check_aw_ok(a.poll()[0], 2)
+    assert u64(target, 56) == U64
+    assert u64(target, 16) == 0x0123456789abcdef
+    assert target.read(32, 24) == guard[24:56]
+    assert b.drain() == []
+
+
+def test_atomic_write_post_send(aw):
+    """ibv_post_send with IBV_WR_ATOMIC_WRITE: the 8 bytes its one SGE
+    points at, wr.rdma the target; EINVAL for another SGE length."""
+    a, b = aw.a, aw.b
+    target, src = b.mr(8, ACCESS_ALL), a.mr(16)
+    put_u64(target, 5)
+    put_u64(src, 0xfeedfacecafebeef, 8)
+    wr = SendWR(wr_id=3, opcode=e.IBV_WR_ATOMIC_WRITE, num_sge=1,
+                sg=[SGE(src.buf + 8, 8, src.lkey)],
+                send_flags=e.IBV_SEND_SIGNALED)
+    wr.set_wr_rdma(target.rkey, target.buf)
+    a.qp.post_send(wr)
+    check_aw_ok(a.poll()[0], 3)
+    assert u64(target) == 0xfeedfacecafebeef
+    bad = SendWR(wr_id=4, opcode=e.IBV_WR_ATOMIC_WRITE, num_sge=1,
+                 sg=[SGE(src.buf, 16, src.lkey)],
+                 send_flags=e.IBV_SEND_SIGNALED)
+    bad.set_wr_rdma(target.rkey, target.buf)
+    with pytest.raises(PyverbsRDMAError) as ex:
+        a.qp.post_send(bad)
+    assert ex.value.error_code == errno.EINVAL, ex.value
+
+
+def test_atomic_write_with_fetch_add(aw):
+    """ATOMIC WRITEs and fetch & adds on one word, in one stream: each
+    fetch & add sees the value the write before it stored."""
+    a, b = aw.a, aw.b
+    target, results = b.mr(8, ACCESS_ATOMIC), a.mr(8 * 16)
+    n = 16
+    for i in range(n):
+        post_atomic_write(a, 100 + 2 * i, target, 0, 1000 * i + (i << 40))
+        post_fetch_add(a, 101 + 2 * i, target, 0, results, 8 * i, 3)
+    wcs = a.poll(2 * n)
+    for i, wc in enumerate(wcs):
+        assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
+        assert wc.wr_id == 100 + i
+        assert wc.opcode == (e.IBV_WC_ATOMIC_WRITE if i % 2 == 0 else
+                             e.IBV_WC_FETCH_ADD)
+    assert [u64(results, 8 * i) for i in range(n)] == \
+        [1000 * i + (i << 40) for i in range(n)]
+    assert u64(target) == 1000 * (n - 1) + ((n - 1) << 40) + 3
+
+
+def test_atomic_write_misaligned(aw):
+    """A target not 8-byte aligned: IBV_WC_REM_INV_REQ_ERR, nothing
+    written."""
+    a, b = aw.a, aw.b
+    target = b.mr(16, ACCESS_ALL)
+    put_u64(target, 0x0101010101010101, 0)
+    put_u64(target, 0x0202020202020202, 8)
+    post_atomic_write(a, 5, target, 4, 0x7777777777777777)
+    expect_error(a, 5, (e.IBV_WC_REM_INV_REQ_ERR,))
+    assert u64(target, 0) == 0x0101010101010101
+    assert u64(target, 8) == 0x0202020202020202
+
+
+def test_atomic_write_mr_without_remote_write(aw):
+    """An MR granting remote read and atomics but not write:
+    IBV_WC_REM_ACCESS_ERR, the target untouched."""
+    a, b = aw.a, aw.b
+    target = b.mr(8, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ |
+                  e.IBV_ACCESS_REMOTE_ATOMIC)
+    put_u64(target, 77)
+    post_atomic_write(a, 6, target, 0, 1)
+    expect_error(a, 6, (e.IBV_WC_REM_ACCESS_ERR,))
+    assert u64(target) == 77
+
+
+def test_atomic_write_bad_rkey_and_bounds(topology):
+    for case in ("rkey", "bounds"):
+        p = aw_connected(topology)
+        try:
+            target = p.b.mr(16, ACCESS_ALL)
+            put_u64(target, 9, 8)
+            if case == "rkey":
+                post_atomic_write(p.a, 7, target, 8, 1,
+                                  rkey=(target.rkey + 1) & 0xffffffff)
+            else:
+                post_atomic_write(p.a, 7, target, 16, 1)
+            expect_error(p.a, 7, (e.IBV_WC_REM_ACCESS_ERR,))
+            assert u64(target, 8) == 9
+        finally:
+            p.close()
+
+
+def test_atomic_write_qp_without_remote_write(topology):
+    """The responder QP grants READ and atomics, not WRITE (the MR does):
+    an invalid request, IBV_WC_REM_INV_REQ_ERR, as for a WRITE."""
+    p = aw_connected(topology, qp_access=e.IBV_ACCESS_LOCAL_WRITE |
+                     e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC)
+    try:
+        target = p.b.mr(8, ACCESS_ALL)
+        put_u64(target, 3)
+        post_atomic_write(p.a, 8, target, 0, 4)
+        expect_error(p.a, 8, (e.IBV_WC_REM_INV_REQ_ERR,))
+        assert u64(target) == 3
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_atomic_write_exactly_once_under_faults(topology, fault):
+    """Rounds of ATOMIC WRITE, fetch & add, fetch & add on one word while
+    packets are duplicated or lost: a duplicate ATOMIC WRITE is ACKed,
+    never stored again, so each round's two fetch & adds see the value
+    written and the value plus one."""
+    if topology.id != "veth-two-netns" or topo_mod.KIND != "srnic":
+        pytest.skip("fault injection needs srnic at both ends of the wire")
+    wire = topology
+    a_knobs, b_knobs = FAULTS[fault]
+    p = aw_connected(wire, timeout=10)
+    rounds, window = 100, 9
+    try:
+        target, results = p.b.mr(8, ACCESS_ATOMIC), p.a.mr(16 * rounds)
+        put_u64(target, 0)
+        before = harness.link_counters(wire.b)
+        for end, knobs in ((wire.a, a_knobs), (wire.b, b_knobs)):
+            set_knobs(end.name, seed=4321, **knobs)
+        posted = done = 0
+        while done < 3 * rounds:
+            while posted < 3 * rounds and posted - done < window:
+                r, k = divmod(posted, 3)
+                if k == 0:
+                    post_atomic_write(p.a, posted, target, 0, 1000 * r)
+                else:
+                    post_fetch_add(p.a, posted, target, 0, results,
+                                   16 * r + 8 * (k - 1), 1)
+                posted += 1
+            for wc in p.a.poll(1, timeout=60):
+                assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
+                assert wc.wr_id == done
+                done += 1
+    finally:
+        for end, knobs in ((wire.a, a_knobs), (wire.b, b_knobs)):
+            set_knobs(end.name, **{k: 0 for k in knobs})
+    try:
+        got = [(u64(results, 16 * r), u64(results, 16 * r + 8))
+               for r in range(rounds)]
+        assert got == [(1000 * r, 1000 * r + 1) for r in range(rounds)]
+        assert u64(target) == 1000 * (rounds - 1) + 2
+        after = harness.link_counters(wire.b)
+        dups = after["rx_duplicate_requests"] - \
+            before["rx_duplicate_requests"]
+        assert dups > 0, "no duplicate request reached the responder"
     finally:
         p.close()

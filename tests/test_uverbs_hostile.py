@@ -517,6 +517,24 @@ def test_uc_ring_wqe_with_read_fails(dev):
     loop.wait_state(0, ERR)
 
 
+@pytest.mark.parametrize("qp_type", [QPT_RC, QPT_UC], ids=["rc", "uc"])
+def test_ring_atomic_write_not_inline_fails(dev, qp_type):
+    """An ATOMIC WRITE ring WQE (IBV_WR_ATOMIC_WRITE, 15) whose value is an
+    SGE instead of the 8 inline bytes the provider writes (or on UC, which
+    has no ATOMIC WRITE) completes with LOC_QP_OP_ERR and the QP goes to
+    the error state; the WRITE before it was executed."""
+    loop = Loop(dev, dev, qp_type=qp_type)
+    a, mr_a, mr_b = loop.qp[0], loop.mr[0], loop.mr[1]
+    loop.write(1, length=64, ring=False)
+    a.write_send(2, 15, [(mr_a.addr, 8, mr_a.lkey)],
+                 remote_addr=mr_b.addr + 1024, rkey=mr_b.rkey)
+    a.doorbell_sq()
+    cqes = loop.wait_cqes(0, 2)
+    assert [(c["wr_id"], c["status"]) for c in cqes] == \
+        [(1, WC_SUCCESS), (2, WC_LOC_QP_OP_ERR)]
+    loop.wait_state(0, ERR)
+
+
 @pytest.mark.parametrize("delta", [17, 1 << 20, 0x7fffffff, 0x80000000,
                                    0xfffffff0])
 def test_sq_producer_out_of_range_is_ignored(loop, delta):

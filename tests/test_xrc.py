@@ -10,7 +10,8 @@ XRC QP types, so the interop topologies and the rxe kind are skipped):
   (distinct numbers; EOPNOTSUPP on a basic SRQ);
 - XRC_SEND (XRC_INI) QPs of end a connected to XRC_RECV (XRC_TGT) QPs of
   end b, every request naming an XRC SRQ of b's domain: SEND, SEND with
-  immediate, RDMA WRITE, WRITE with immediate, READ and both atomics;
+  immediate, RDMA WRITE, WRITE with immediate, READ, both atomics and
+  ATOMIC WRITE;
   receive completions on the named SRQ's CQ with the XRC_RECV QP's number;
   two senders and two SRQs through one XRC_RECV QP each; the extended
   post API's ibv_wr_set_xrc_srqn;
@@ -164,6 +165,11 @@ class XrcEnd:
         return self.srqs[i].get_srq_num()
 
     def close(self):
+        """Close the context (QPs before the PD, as Context.close orders
+        them), then the domain's file. Left to the garbage collector while
+        the context is open, the PD could go before the XRC_SEND QPs still
+        using it: EBUSY from PD.__dealloc__, a warning in a later test."""
+        self.ctx.close()
         os.close(self.fd)
 
 
@@ -448,6 +454,35 @@ def test_atomics(topology, tmp_path):
         assert wc.status == e.IBV_WC_SUCCESS, wc_text(wc)
         assert struct.unpack("<Q", result.read(8, 0))[0] == 105
         assert struct.unpack("<Q", target.read(8, 0))[0] == 7
+    finally:
+        t.close()
+
+
+def test_atomic_write(topology, tmp_path):
+    """ATOMIC WRITE through an XRC_RECV QP (the extended API): the key is
+    checked against the named SRQ's PD, the 8 bytes land, the completion
+    is IBV_WC_ATOMIC_WRITE, and no receive WQE is consumed."""
+    ops = e.IBV_QP_EX_WITH_ATOMIC_WRITE
+    t = XrcPair(topology, tmp_path, send_ops=ops)
+    a, b = t.a, t.b
+    try:
+        n = b.srq_num(0)
+        target = b.mr(24)
+        target.write(payload(3, 24), 24)
+        qp = a.inis[0]
+        qp.wr_start()
+        qp.wr_id = 9
+        qp.wr_flags = e.IBV_SEND_SIGNALED
+        qp.wr_atomic_write(target.rkey, target.buf + 8,
+                           struct.pack("=Q", 0x1122334455667788))
+        qp.wr_set_xrc_srqn(n)
+        qp.wr_complete()
+        wc, = poll_cq(a.cq, 1, None, "a: ")
+        assert wc.status == e.IBV_WC_SUCCESS, wc_text(wc)
+        assert (wc.wr_id, wc.opcode) == (9, e.IBV_WC_ATOMIC_WRITE)
+        assert target.read(24, 0) == payload(3, 24)[:8] + \
+            struct.pack("=Q", 0x1122334455667788) + payload(3, 24)[16:]
+        assert b.srq_cqs[0].poll(1)[0] == 0
     finally:
         t.close()
 

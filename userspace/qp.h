@@ -73,36 +73,44 @@ struct CreateQpResp {
 static_assert(sizeof(CreateQpResp) ==
 	      sizeof(ibv_create_qp_resp_core) + sizeof(srnic_create_qp_resp));
 
+// The send opcode tables' size: every IBV_WR_* up to IBV_WR_ATOMIC_WRITE
+// (15, after IBV_WR_DRIVER1).
+inline constexpr size_t send_opcode_count = IBV_WR_ATOMIC_WRITE + 1;
+static_assert(send_opcode_count > IBV_WR_DRIVER1);
+using SendOpcodeTable = std::array<bool, send_opcode_count>;
+
 // Send opcodes an RC QP accepts today, indexed by IBV_WR_*.
-inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> rc_send_opcode_supported = [] {
-	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
+inline constexpr SendOpcodeTable rc_send_opcode_supported = [] {
+	SendOpcodeTable ok{};
 	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = ok[IBV_WR_SEND_WITH_INV] = true;
 	ok[IBV_WR_RDMA_WRITE] = ok[IBV_WR_RDMA_WRITE_WITH_IMM] = true;
 	ok[IBV_WR_RDMA_READ] = true;
 	ok[IBV_WR_ATOMIC_CMP_AND_SWP] = ok[IBV_WR_ATOMIC_FETCH_AND_ADD] = true;
 	ok[IBV_WR_BIND_MW] = ok[IBV_WR_LOCAL_INV] = true;
+	ok[IBV_WR_ATOMIC_WRITE] = true;
 	return ok;
 }();
 
 // Send opcodes an XRC_SEND QP accepts: RC's but the memory-window ones (the
 // XRC responder does not invalidate, and windows are bound through RC QPs).
-inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> xrc_send_opcode_supported = [] {
-	std::array<bool, IBV_WR_DRIVER1 + 1> ok = rc_send_opcode_supported;
+// ATOMIC WRITE stays: the XRC_RECV responder is RC's.
+inline constexpr SendOpcodeTable xrc_send_opcode_supported = [] {
+	SendOpcodeTable ok = rc_send_opcode_supported;
 	ok[IBV_WR_SEND_WITH_INV] = ok[IBV_WR_BIND_MW] = ok[IBV_WR_LOCAL_INV] = false;
 	return ok;
 }();
 
 // Send opcodes a UD QP accepts, indexed by IBV_WR_*.
-inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> ud_send_opcode_supported = [] {
-	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
+inline constexpr SendOpcodeTable ud_send_opcode_supported = [] {
+	SendOpcodeTable ok{};
 	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = true;
 	return ok;
 }();
 
-// Send opcodes a UC QP accepts (no READ, no atomics, no SEND with
-// invalidate: UC has no such packet), indexed by IBV_WR_*.
-inline constexpr std::array<bool, IBV_WR_DRIVER1 + 1> uc_send_opcode_supported = [] {
-	std::array<bool, IBV_WR_DRIVER1 + 1> ok{};
+// Send opcodes a UC QP accepts (no READ, no atomics or ATOMIC WRITE, no SEND
+// with invalidate: UC has no such packet), indexed by IBV_WR_*.
+inline constexpr SendOpcodeTable uc_send_opcode_supported = [] {
+	SendOpcodeTable ok{};
 	ok[IBV_WR_SEND] = ok[IBV_WR_SEND_WITH_IMM] = true;
 	ok[IBV_WR_RDMA_WRITE] = ok[IBV_WR_RDMA_WRITE_WITH_IMM] = true;
 	ok[IBV_WR_BIND_MW] = ok[IBV_WR_LOCAL_INV] = true;
@@ -154,7 +162,7 @@ inline srnic_send_wqe &encode_send_wqe_header(const Qp &qp, std::byte *slot, uin
 	return *wqe;
 }
 
-// The remote buffer of an RDMA WRITE or READ.
+// The remote buffer of an RDMA WRITE or READ (or ATOMIC WRITE).
 inline void encode_send_wqe_rdma(srnic_send_wqe &wqe, uint64_t remote_addr, uint32_t rkey) noexcept
 {
 	wqe.rdma.remote_addr = remote_addr;
@@ -170,6 +178,23 @@ inline void encode_send_wqe_atomic(srnic_send_wqe &wqe, uint64_t remote_addr, ui
 	wqe.atomic.rkey = rkey;
 	wqe.atomic.compare_add = compare_add;
 	wqe.atomic.swap = swap;
+}
+
+// An ATOMIC WRITE: the remote 8-byte word and the 8 bytes stored there, as
+// they are in memory at value, carried as inline data whatever the QP's
+// max_inline_data. Returns 0, or EINVAL if the SQ's entries have no room
+// for them (a QP created with no send SGE and no inline data).
+inline int encode_send_wqe_atomic_write(const Qp &qp, srnic_send_wqe &wqe, uint64_t remote_addr,
+					uint32_t rkey, const void *value) noexcept
+{
+	if (qp.sq->ring().entry_size() - sizeof(wqe) < atomic_size)
+		return EINVAL;
+	encode_send_wqe_rdma(wqe, remote_addr, rkey);
+	std::memcpy(&wqe + 1, value, atomic_size);
+	wqe.flags |= SRNIC_WQE_INLINE;
+	wqe.inline_len = atomic_size;
+	wqe.num_sge = 0;
+	return 0;
 }
 
 // A window binding (IBV_WR_BIND_MW, ibv_bind_mw, ibv_wr_bind_mw): the MW by
@@ -266,8 +291,11 @@ inline int encode_send_wqe_inline(const Qp &qp, srnic_send_wqe &wqe, const Buf *
 // Fill one SQ slot from wr. Returns 0 or EINVAL; the slot may be scribbled
 // on either way (it is published only after a 0). An atomic needs exactly
 // one SGE of 8 bytes (its result); IBV_SEND_INLINE is ignored for READs and
-// atomics, whose SGEs are written to. A misaligned remote address is the
-// responder's to refuse (IBV_WC_REM_INV_REQ_ERR), as IBTA has it.
+// atomics, whose SGEs are written to. An ATOMIC WRITE (wr.wr.rdma names the
+// target) stores the 8 bytes its one 8-byte SGE points at, read now, as
+// IBV_SEND_INLINE data is (its lkey is not used). A misaligned remote
+// address is the responder's to refuse (IBV_WC_REM_INV_REQ_ERR), as IBTA
+// has it.
 inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) noexcept
 {
 	// The caller's bits, not an enum load: any value may arrive here.
@@ -279,7 +307,8 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 		return EINVAL;
 	if (ud && !wr.wr.ud.ah)
 		return EINVAL;
-	if (is_atomic(opcode) && (wr.num_sge != 1 || wr.sg_list[0].length != atomic_size))
+	if ((is_atomic(opcode) || opcode == IBV_WR_ATOMIC_WRITE) &&
+	    (wr.num_sge != 1 || wr.sg_list[0].length != atomic_size))
 		return EINVAL;
 	// A type 1 window is bound by ibv_bind_mw() alone (IBTA 10.6.7.2.2).
 	if (opcode == IBV_WR_BIND_MW &&
@@ -312,6 +341,10 @@ inline int write_send_wqe(const Qp &qp, std::byte *slot, const ibv_send_wr &wr) 
 		 opcode != IBV_WR_SEND_WITH_INV)
 		encode_send_wqe_rdma(wqe, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
 
+	if (opcode == IBV_WR_ATOMIC_WRITE)
+		return encode_send_wqe_atomic_write(
+			qp, wqe, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey,
+			reinterpret_cast<const void *>(wr.sg_list[0].addr));
 	if ((wr.send_flags & IBV_SEND_INLINE) && opcode != IBV_WR_RDMA_READ &&
 	    !is_atomic(opcode))
 		return encode_send_wqe_inline(qp, wqe, wr.sg_list, wr.num_sge);

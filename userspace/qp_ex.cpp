@@ -52,6 +52,13 @@ srnic_send_wqe *current_wqe(Qp &qp) noexcept
 	return qp.ex_err ? nullptr : qp.ex_wqe;
 }
 
+// WQEs that take no SGE or inline data from the setters: local operations,
+// and an ATOMIC WRITE (its builder carries its 8 bytes).
+[[nodiscard]] bool has_no_payload_setter(unsigned int opcode) noexcept
+{
+	return is_local_op(opcode) || opcode == IBV_WR_ATOMIC_WRITE;
+}
+
 void end_batch(Qp &qp) noexcept
 {
 	qp.ex_wqe = nullptr;
@@ -170,6 +177,18 @@ void wr_atomic_fetch_add(ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
 		encode_send_wqe_atomic(*wqe, remote_addr, rkey, add, 0);
 }
 
+// The 8 bytes at atomic_wr go into the WQE now; no SGE or inline data
+// follows (the setters refuse to add any).
+void wr_atomic_write(ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
+		     const void *atomic_wr) noexcept
+{
+	Qp &qp = qp_of(qpx);
+	if (srnic_send_wqe *wqe = begin_wqe(qp, IBV_WR_ATOMIC_WRITE))
+		fail(qp, atomic_wr ? encode_send_wqe_atomic_write(qp, *wqe, remote_addr, rkey,
+								   atomic_wr)
+				   : EINVAL);
+}
+
 void wr_set_ud_addr(ibv_qp_ex *qpx, ibv_ah *ah, uint32_t remote_qpn,
 		    uint32_t remote_qkey) noexcept
 {
@@ -204,28 +223,30 @@ void wr_set_sge(ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length) n
 	const ibv_sge sge = {.addr = addr, .length = length, .lkey = lkey};
 	Qp &qp = qp_of(qpx);
 	if (srnic_send_wqe *wqe = current_wqe(qp))
-		fail(qp, is_local_op(wqe->opcode) ? EINVAL
-						  : encode_send_wqe_sges(qp, *wqe, &sge, 1));
+		fail(qp, has_no_payload_setter(wqe->opcode)
+				 ? EINVAL
+				 : encode_send_wqe_sges(qp, *wqe, &sge, 1));
 }
 
 void wr_set_sge_list(ibv_qp_ex *qpx, size_t num_sge, const ibv_sge *sg_list) noexcept
 {
 	Qp &qp = qp_of(qpx);
 	if (srnic_send_wqe *wqe = current_wqe(qp))
-		fail(qp, is_local_op(wqe->opcode)
+		fail(qp, has_no_payload_setter(wqe->opcode)
 				 ? EINVAL
 				 : encode_send_wqe_sges(qp, *wqe, sg_list, num_sge));
 }
 
 // An RDMA READ has nothing to send: its SGEs are where the data lands; a
-// bind or local invalidate has no payload at all.
+// bind or local invalidate has no payload at all; an ATOMIC WRITE has its
+// 8 bytes from wr_atomic_write.
 template <typename Buf>
 void set_inline(Qp &qp, const Buf *bufs, size_t num_bufs) noexcept
 {
 	srnic_send_wqe *wqe = current_wqe(qp);
 	if (!wqe)
 		return;
-	if (wqe->opcode == IBV_WR_RDMA_READ || is_local_op(wqe->opcode)) {
+	if (wqe->opcode == IBV_WR_RDMA_READ || has_no_payload_setter(wqe->opcode)) {
 		fail(qp, EINVAL);
 		return;
 	}
@@ -276,6 +297,8 @@ constexpr SendOpBuilder send_op_builders[] = {
 	 [](ibv_qp_ex &x) noexcept { x.wr_bind_mw = wr_bind_mw; }},
 	{IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV,
 	 [](ibv_qp_ex &x) noexcept { x.wr_local_inv = wr_local_inv; }},
+	{IBV_QP_EX_WITH_ATOMIC_WRITE, IBV_WR_ATOMIC_WRITE,
+	 [](ibv_qp_ex &x) noexcept { x.wr_atomic_write = wr_atomic_write; }},
 };
 
 } // namespace

@@ -27,8 +27,8 @@ constexpr uint64_t kRcOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
 			    IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 			    IBV_QP_EX_WITH_RDMA_READ;
 constexpr uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-constexpr uint64_t kAtomicOps =
-	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+constexpr uint64_t kAtomicOps = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+				IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_ATOMIC_WRITE;
 constexpr uint64_t kMwOps =
 	IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 
@@ -95,8 +95,7 @@ TEST(QpExSupport, FlagsFollowTheOpcodeTables)
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_XRC_SEND), kRcOps | kAtomicOps);
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_XRC_RECV), 0u);
 	// What srnic has no builder for is never offered.
-	for (uint64_t flag : {IBV_QP_EX_WITH_TSO, IBV_QP_EX_WITH_ATOMIC_WRITE})
-		EXPECT_EQ(supported_send_ops_flags(IBV_QPT_RC) & flag, 0u) << flag;
+	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_RC) & IBV_QP_EX_WITH_TSO, 0u);
 }
 
 TEST(QpExSupport, InstallsOnlyWhatWasAskedFor)
@@ -484,6 +483,66 @@ TEST_F(QpExTest, AtomicBuildersEncodeTheAtomicUnion)
 	EXPECT_EQ(fadd.atomic.rkey, 12u);
 	EXPECT_EQ(fadd.atomic.compare_add, 5u);
 	EXPECT_EQ(fadd.atomic.swap, 0u);
+}
+
+// ATOMIC WRITE: the builder and post_send (the 8 bytes its one SGE points
+// at) both carry the value inline, whatever max_inline; setters that would
+// add a payload, a wrong SGE and a NULL value fail the batch.
+TEST_F(QpExTest, AtomicWriteCarriesItsEightBytesInline)
+{
+	make(IBV_QPT_RC, kAtomicOps);
+	ex_->qp->max_inline = 0;
+	ref_->qp->max_inline = 0;
+	const uint64_t value = 0x0123456789abcdefULL;
+	ibv_wr_start(qpx_);
+	qpx_->wr_id = 77;
+	qpx_->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qpx_, 13, 0x8010, &value);
+	ASSERT_EQ(ibv_wr_complete(qpx_), 0);
+	const srnic_send_wqe &w = ex_->wqe(0);
+	EXPECT_EQ(w.opcode, IBV_WR_ATOMIC_WRITE);
+	EXPECT_EQ(w.rdma.remote_addr, 0x8010u);
+	EXPECT_EQ(w.rdma.rkey, 13u);
+	EXPECT_TRUE(w.flags & SRNIC_WQE_INLINE);
+	EXPECT_EQ(w.inline_len, 8u);
+	EXPECT_EQ(w.num_sge, 0);
+	EXPECT_EQ(std::memcmp(ex_->slot(0) + sizeof(srnic_send_wqe), &value, 8), 0);
+
+	ibv_sge sge = {reinterpret_cast<uintptr_t>(&value), 8, 5};
+	ibv_send_wr wr{};
+	wr.wr_id = 77;
+	wr.opcode = IBV_WR_ATOMIC_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = 0x8010;
+	wr.wr.rdma.rkey = 13;
+	post_reference(wr);
+	expect_same_wqe(0, 8);
+
+	ibv_send_wr *bad = nullptr;
+	sge.length = 4;
+	EXPECT_EQ(post_send(&ref_->qp->vqp.qp, &wr, &bad), EINVAL);
+	sge.length = 8;
+	wr.num_sge = 0;
+	EXPECT_EQ(post_send(&ref_->qp->vqp.qp, &wr, &bad), EINVAL);
+
+	for (int setter = 0; setter < 3; ++setter) {
+		ibv_wr_start(qpx_);
+		ibv_wr_atomic_write(qpx_, 13, 0x8010, &value);
+		if (setter == 0)
+			ibv_wr_set_sge(qpx_, 5, 0x9000, 8);
+		else if (setter == 1)
+			ibv_wr_set_inline_data(qpx_, const_cast<uint64_t *>(&value), 8);
+		else
+			ibv_wr_atomic_write(qpx_, 13, 0x8010, nullptr);
+		EXPECT_EQ(ibv_wr_complete(qpx_), EINVAL) << setter;
+	}
+	// Neither UC nor UD has it.
+	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_UD) & IBV_QP_EX_WITH_ATOMIC_WRITE, 0u);
+	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_UC) & IBV_QP_EX_WITH_ATOMIC_WRITE, 0u);
+	EXPECT_FALSE(send_opcode_supported(IBV_QPT_UC, IBV_WR_ATOMIC_WRITE));
+	EXPECT_TRUE(send_opcode_supported(IBV_QPT_XRC_SEND, IBV_WR_ATOMIC_WRITE));
 }
 
 // The memory window builders write what post_send writes; a type 1 window
