@@ -14,6 +14,9 @@ connected QPs are the tools' own user QPs. The tools:
   udaddy    UD SENDs, the addresses resolved by rdma_cm (SIDR REQ/REP)
   mckey     UD multicast: a receiver joined to an IPv4 group gets every
             message a sender sends to it (srnic to srnic only)
+  rdma_server / rdma_client
+            librdmacm's rdma_getaddrinfo/rdma_create_ep example: one RC
+            SEND each way (16 bytes, inline where the QP allows)
 
 Each pair must exit 0 within SRNIC_TEST_TOOL_TIMEOUT seconds. Also: every
 srnic device has its GSI QP in RTS, and a connection to a port nobody
@@ -176,6 +179,15 @@ def test_udaddy(cm_topology, tmp_path):
     for out in (cout, sout):
         assert "data transfers complete" in out, out
         assert "return status 0" in out, out
+
+
+def test_rdma_server_client(cm_topology, tmp_path):
+    port = next(ports)
+    cout, sout = run_cm_pair(cm_topology, ["rdma_server", "-p", str(port)],
+                             ["rdma_client", "-s", cm_topology.a.addr,
+                              "-p", str(port)], port, tmp_path, "rdma-server")
+    assert "rdma_client: end 0" in cout, cout
+    assert "rdma_server: end 0" in sout, sout
 
 
 def group_joined(end, group):
