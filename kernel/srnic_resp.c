@@ -444,6 +444,28 @@ static enum srnic_resp_verdict srnic_resp_read(struct srnic_qp *qp,
  */
 static DEFINE_SPINLOCK(srnic_atomic_lock);
 
+/*
+ * The page of an 8-byte atomic target, mapped for writing: 0, -EINVAL for
+ * an address not 8-byte aligned (in the MR's address space or in its
+ * pages) or outside the MR's pages, or the errno of a failed ODP fault.
+ */
+static int srnic_atomic_map(struct srnic_mr *mr, u64 iova,
+			    struct srnic_mr_map *map)
+{
+	int err;
+
+	if (!IS_ALIGNED(iova, SRNIC_ATOMIC_SIZE))
+		return -EINVAL;
+	err = srnic_mr_map_page(mr, iova, true, map);
+	if (err)
+		return mr->type == SRNIC_MR_ODP ? err : -EINVAL;
+	if (!IS_ALIGNED(map->offset, SRNIC_ATOMIC_SIZE)) {
+		srnic_mr_unmap_page(map);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /**
  * srnic_atomic_execute() - compare & swap or fetch & add on 8 bytes of an MR
  * @mr: the target MR, referenced, its R_Key, access and bounds checked for
@@ -470,16 +492,9 @@ int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
 	void *va;
 	int err;
 
-	if (!IS_ALIGNED(iova, SRNIC_ATOMIC_SIZE))
-		return -EINVAL;
-	err = srnic_mr_map_page(mr, iova, true, &map);
+	err = srnic_atomic_map(mr, iova, &map);
 	if (err)
-		return mr->type == SRNIC_MR_ODP ? err : -EINVAL;
-	if (!IS_ALIGNED(map.offset, SRNIC_ATOMIC_SIZE)) {
-		srnic_mr_unmap_page(&map);
-		return -EINVAL;
-	}
-
+		return err;
 	va = kmap_local_page(map.page);
 	target = va + map.offset;
 	spin_lock(&srnic_atomic_lock);
@@ -515,15 +530,9 @@ int srnic_atomic_write_execute(struct srnic_mr *mr, u64 iova, u64 value)
 	void *va;
 	int err;
 
-	if (!IS_ALIGNED(iova, SRNIC_ATOMIC_SIZE))
-		return -EINVAL;
-	err = srnic_mr_map_page(mr, iova, true, &map);
+	err = srnic_atomic_map(mr, iova, &map);
 	if (err)
-		return mr->type == SRNIC_MR_ODP ? err : -EINVAL;
-	if (!IS_ALIGNED(map.offset, SRNIC_ATOMIC_SIZE)) {
-		srnic_mr_unmap_page(&map);
-		return -EINVAL;
-	}
+		return err;
 	va = kmap_local_page(map.page);
 	spin_lock(&srnic_atomic_lock);
 	WRITE_ONCE(*(u64 *)(va + map.offset), value);
