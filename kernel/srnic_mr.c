@@ -164,6 +164,22 @@ out_unlock:
 	return err == -EBUSY ? -ENOMEM : err;
 }
 
+/*
+ * The end of every MR constructor: publish @mr and return it, or free it
+ * and return the error.
+ */
+static struct ib_mr *srnic_mr_publish_or_free(struct srnic_dev *sdev,
+					      struct srnic_mr *mr)
+{
+	int err = srnic_mr_publish(sdev, mr);
+
+	if (err) {
+		srnic_mr_free(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
 static int srnic_mr_check_range(u64 iova, u64 length)
 {
 	if (!length || length > SRNIC_MAX_MR_SIZE)
@@ -224,10 +240,7 @@ static struct ib_mr *srnic_reg_odp_mr(struct ib_pd *ibpd, u64 start,
 	mr->length = length;
 	mr->valid = true;
 
-	err = srnic_mr_publish(to_srnic_dev(ibpd->device), mr);
-	if (err)
-		goto err_free_mr;
-	return &mr->ibmr;
+	return srnic_mr_publish_or_free(to_srnic_dev(ibpd->device), mr);
 
 err_free_mr:
 	srnic_mr_free(mr);
@@ -316,10 +329,7 @@ struct ib_mr *srnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (err)
 		goto err_free_mr;
 
-	err = srnic_mr_publish(sdev, mr);
-	if (err)
-		goto err_free_mr;
-	return &mr->ibmr;
+	return srnic_mr_publish_or_free(sdev, mr);
 
 err_free_mr:
 	srnic_mr_free(mr);
@@ -438,12 +448,7 @@ struct ib_mr *srnic_get_dma_mr(struct ib_pd *ibpd, int access)
 	mr->length = U64_MAX;
 	mr->valid = true;
 
-	err = srnic_mr_publish(to_srnic_dev(ibpd->device), mr);
-	if (err) {
-		srnic_mr_free(mr);
-		return ERR_PTR(err);
-	}
-	return &mr->ibmr;
+	return srnic_mr_publish_or_free(to_srnic_dev(ibpd->device), mr);
 }
 
 /**
@@ -510,10 +515,7 @@ struct ib_mr *srnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	mr->length = attr->length;
 	mr->valid = true;
 
-	err = srnic_mr_publish(to_srnic_dev(ibpd->device), mr);
-	if (err)
-		goto err_free_mr;
-	return &mr->ibmr;
+	return srnic_mr_publish_or_free(to_srnic_dev(ibpd->device), mr);
 
 err_free_mr:
 	srnic_mr_free(mr);
@@ -552,10 +554,7 @@ struct ib_mr *srnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 		goto err_free_mr;
 	}
 
-	err = srnic_mr_publish(to_srnic_dev(ibpd->device), mr);
-	if (err)
-		goto err_free_mr;
-	return &mr->ibmr;
+	return srnic_mr_publish_or_free(to_srnic_dev(ibpd->device), mr);
 
 err_free_mr:
 	srnic_mr_free(mr);
