@@ -70,12 +70,19 @@ def listening(pid, port):
 
 
 def run_pair(topo, server_argv, client_argv, port, tmp_path, tag,
-             timeout=None):
-    """Server on end a, client on end b (to a's address); both exit 0
-    within timeout seconds (default SRNIC_TEST_TOOL_TIMEOUT, 60), or
+             timeout=None, ready=None, client_to_addr=True,
+             whole_logs=False):
+    """Server on end a, client on end b (to a's address, appended to
+    client_argv unless client_to_addr is false) once the server is ready
+    (ready(server), default: it listens on TCP port); both exit 0 within
+    timeout seconds (default SRNIC_TEST_TOOL_TIMEOUT, 60), or
     AssertionError with both outputs. Returns (client output, server
-    output); the full logs stay in tmp_path/TAG-{server,client}.log."""
+    output): their tails, or with whole_logs the whole logs, which stay in
+    tmp_path/TAG-{server,client}.log."""
     timeout = TOOL_TIMEOUT if timeout is None else timeout
+    if ready is None:
+        def ready(server):
+            return listening(server.p.pid, port)
     a, b = topo.a, topo.b
     # Line-buffered: a tool killed at the timeout still shows how far it got.
     server = Proc(a.cmd("stdbuf", "-oL", *server_argv),
@@ -83,7 +90,7 @@ def run_pair(topo, server_argv, client_argv, port, tmp_path, tag,
     deadline = time.monotonic() + timeout
     client = None
     try:
-        while not listening(server.p.pid, port):
+        while not ready(server):
             if server.p.poll() is not None:
                 raise AssertionError(
                     f"{tag}: server exited {server.p.returncode} before "
@@ -92,7 +99,8 @@ def run_pair(topo, server_argv, client_argv, port, tmp_path, tag,
                 raise AssertionError(f"{tag}: server not listening after "
                                      f"{timeout}s:\n{server.output()}")
             time.sleep(0.05)
-        client = Proc(b.cmd("stdbuf", "-oL", *client_argv, a.addr),
+        to = [a.addr] if client_to_addr else []
+        client = Proc(b.cmd("stdbuf", "-oL", *client_argv, *to),
                       tmp_path / f"{tag}-client.log")
         crc = client.wait(deadline - time.monotonic())
         src = server.wait(deadline - time.monotonic() + 5)
@@ -101,6 +109,8 @@ def run_pair(topo, server_argv, client_argv, port, tmp_path, tag,
                f"--- client: {' '.join(client.argv)}\n{client.output()}\n"
                f"--- server: {' '.join(server.argv)}\n{server.output()}")
         assert crc == 0 and src == 0, msg
+        if whole_logs:
+            return client.log.read_text(), server.log.read_text()
         return client.output(), server.output()
     finally:
         server.kill()

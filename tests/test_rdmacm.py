@@ -24,12 +24,11 @@ listens on is rejected rather than hanging.
 """
 import itertools
 import re
-import time
 
 import pytest
 
 import harness
-from perftools import TOOL_TIMEOUT, Proc
+from perftools import TOOL_TIMEOUT, Proc, run_pair
 import topology
 
 # The topologies rdma_cm is judged on: srnic to srnic (one device, and two
@@ -61,39 +60,12 @@ def cm_listening(port):
 
 
 def run_cm_pair(topo, server_argv, client_argv, port, tmp_path, tag):
-    """Server on end a (listening on a's address), then client on end b to
-    a's address; both must exit 0. Returns (client output, server
-    output)."""
-    a, b = topo.a, topo.b
-    server = Proc(a.cmd("stdbuf", "-oL", *server_argv),
-                  tmp_path / f"{tag}-server.log")
-    deadline = time.monotonic() + TOOL_TIMEOUT
-    client = None
-    try:
-        while not cm_listening(port):
-            if server.p.poll() is not None:
-                raise AssertionError(
-                    f"{tag}: server exited {server.p.returncode} before "
-                    f"listening:\n{server.output()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{tag}: server not listening after "
-                                     f"{TOOL_TIMEOUT}s:\n{server.output()}")
-            time.sleep(0.1)
-        client = Proc(b.cmd("stdbuf", "-oL", *client_argv),
-                      tmp_path / f"{tag}-client.log")
-        crc = client.wait(deadline - time.monotonic())
-        src = server.wait(deadline - time.monotonic() + 5)
-        msg = (f"{tag}: client exit {crc}, server exit {src} "
-               f"(None: killed after {TOOL_TIMEOUT}s)\n"
-               f"--- client: {' '.join(client.argv)}\n{client.output()}\n"
-               f"--- server: {' '.join(server.argv)}\n{server.output()}")
-        assert crc == 0 and src == 0, msg
-        # Whole logs: Proc.output() keeps only the tail.
-        return client.log.read_text(), server.log.read_text()
-    finally:
-        server.kill()
-        if client:
-            client.kill()
+    """Server on end a, then, once its rdma_cm ID listens on port, client
+    on end b (its argv names a's address itself); both must exit 0.
+    Returns (client log, server log), whole."""
+    return run_pair(topo, server_argv, client_argv, port, tmp_path, tag,
+                    ready=lambda server: cm_listening(port),
+                    client_to_addr=False, whole_logs=True)
 
 
 def rping_text(ping, size):
