@@ -325,3 +325,37 @@ def recv_wr(wr_id, sgl):
                 sg=list(sgl) or [SGE(0, 0, 0)])
     wr.num_sge = len(sgl)
     return wr
+
+
+def check_ok(wc, wr_id, opcode, byte_len=None):
+    """A successful completion of WR wr_id with this opcode (and byte
+    count, when given)."""
+    assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
+    assert wc.wr_id == wr_id
+    assert wc.opcode == opcode
+    if byte_len is not None:
+        assert wc.byte_len == byte_len
+
+
+def check_send(pair, data, imm):
+    """A SEND (with immediate data if imm) of data from pair.a into a
+    receive WQE of pair.b: both completions are right, the receive's
+    immediate flag and value too, and b's buffer holds the bytes."""
+    a, b = pair.a, pair.b
+    size = len(data)
+    src, dst = a.mr(size), b.mr(size + 64)
+    src.write(data, size)
+    b.qp.post_recv(recv_wr(7, [sge(dst)]))
+    opcode = e.IBV_WR_SEND_WITH_IMM if imm else e.IBV_WR_SEND
+    a.qp.post_send(send_wr(1, opcode, [sge(src)],
+                           imm=0x12345678 if imm else 0))
+    check_ok(a.poll()[0], 1, e.IBV_WC_SEND)
+    wc = b.poll()[0]
+    check_ok(wc, 7, e.IBV_WC_RECV, size)
+    assert wc.qp_num == b.qp.qp_num
+    if imm:
+        assert wc.wc_flags & e.IBV_WC_WITH_IMM
+        assert wc.imm_data == 0x12345678
+    else:
+        assert not wc.wc_flags & e.IBV_WC_WITH_IMM
+    assert dst.read(size, 0) == data

@@ -33,8 +33,8 @@ from pyverbs.mr import DMMR, MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
-from rc_verbs import (RCPair, close_all, recv_wr, send_wr, sge,  # noqa: E402
-                      status_name)
+from rc_verbs import (RCPair, check_ok, close_all, recv_wr,  # noqa: E402
+                      send_wr, sge, status_name)
 from topology import topology  # noqa: E402,F401 (fixture)
 
 PAGE = 4096
@@ -330,14 +330,6 @@ def rc(topology):
     p.connect()
     yield p
     p.close()
-
-
-def check_ok(wc, wr_id, opcode, byte_len=None):
-    assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
-    assert wc.wr_id == wr_id
-    assert wc.opcode == opcode
-    if byte_len is not None:
-        assert wc.byte_len == byte_len
 
 
 SIZES = [4, 1024, PAGE + 8, 65536 + 4, 1 << 20]

@@ -19,8 +19,8 @@ import pyverbs.enums as e  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
 from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402
-                      RCPair, Side, close_all, recv_wr, send_wr, sge,
-                      status_name)
+                      RCPair, Side, check_ok, check_send, close_all,
+                      recv_wr, send_wr, sge, status_name)
 import roce_packets as rp  # noqa: E402
 from harness import run, wait_for  # noqa: E402
 from topology import topology  # noqa: E402,F401 (fixture)
@@ -62,14 +62,6 @@ def rc(pair):
     return pair
 
 
-def check_ok(wc, wr_id, opcode, byte_len=None):
-    assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
-    assert wc.wr_id == wr_id
-    assert wc.opcode == opcode
-    if byte_len is not None:
-        assert wc.byte_len == byte_len
-
-
 def expect_errno(code, fn, *args):
     with pytest.raises(PyverbsRDMAError) as ex:
         fn(*args)
@@ -81,24 +73,7 @@ def expect_errno(code, fn, *args):
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("imm", [False, True], ids=["send", "send_imm"])
 def test_send(rc, size, imm):
-    a, b = rc.a, rc.b
-    data = payload(size)
-    src, dst = a.mr(size), b.mr(size + 64)
-    src.write(data, size)
-    b.qp.post_recv(recv_wr(7, [sge(dst)]))
-    opcode = e.IBV_WR_SEND_WITH_IMM if imm else e.IBV_WR_SEND
-    a.qp.post_send(send_wr(1, opcode, [sge(src)], imm=0x12345678 if imm
-                           else 0))
-    check_ok(a.poll()[0], 1, e.IBV_WC_SEND)
-    wc = b.poll()[0]
-    check_ok(wc, 7, e.IBV_WC_RECV, size)
-    assert wc.qp_num == b.qp.qp_num
-    if imm:
-        assert wc.wc_flags & e.IBV_WC_WITH_IMM
-        assert wc.imm_data == 0x12345678
-    else:
-        assert not wc.wc_flags & e.IBV_WC_WITH_IMM
-    assert dst.read(size, 0) == data
+    check_send(rc, payload(size), imm)
 
 
 @pytest.mark.parametrize("size", SIZES)

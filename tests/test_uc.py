@@ -26,8 +26,8 @@ from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
 import harness  # noqa: E402
 from perftools import run_pair  # noqa: E402
-from rc_verbs import (RCPair, close_all, recv_wr, send_wr,  # noqa: E402
-                      sge, status_name)
+from rc_verbs import (RCPair, check_ok, check_send, close_all,  # noqa: E402
+                      recv_wr, send_wr, sge)
 from topology import topology  # noqa: E402,F401 (fixture)
 
 SIZES = [1, 63, 1024, 4097, 65536 + 3]
@@ -53,14 +53,6 @@ def uc(topology):
     p.close()
 
 
-def check_ok(wc, wr_id, opcode, byte_len=None):
-    assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
-    assert wc.wr_id == wr_id
-    assert wc.opcode == opcode
-    if byte_len is not None:
-        assert wc.byte_len == byte_len
-
-
 def test_qp_type(uc):
     for side in uc.sides():
         _, init = side.qp.query(e.IBV_QP_CAP)
@@ -71,24 +63,7 @@ def test_qp_type(uc):
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("imm", [False, True], ids=["send", "send_imm"])
 def test_send(uc, size, imm):
-    a, b = uc.a, uc.b
-    data = payload(size)
-    src, dst = a.mr(size), b.mr(size + 64)
-    src.write(data, size)
-    b.qp.post_recv(recv_wr(7, [sge(dst)]))
-    opcode = e.IBV_WR_SEND_WITH_IMM if imm else e.IBV_WR_SEND
-    a.qp.post_send(send_wr(1, opcode, [sge(src)],
-                           imm=0x12345678 if imm else 0))
-    check_ok(a.poll()[0], 1, e.IBV_WC_SEND)
-    wc = b.poll()[0]
-    check_ok(wc, 7, e.IBV_WC_RECV, size)
-    assert wc.qp_num == b.qp.qp_num
-    if imm:
-        assert wc.wc_flags & e.IBV_WC_WITH_IMM
-        assert wc.imm_data == 0x12345678
-    else:
-        assert not wc.wc_flags & e.IBV_WC_WITH_IMM
-    assert dst.read(size, 0) == data
+    check_send(uc, payload(size), imm)
 
 
 @pytest.mark.parametrize("size", SIZES)
