@@ -795,7 +795,8 @@ enum srnic_resp_msg {
  * @read_last_psn: PSN of the last response packet
  * @read_first: the next response packet is the first
  * @reading: READ response packets remain to be sent
- * @fatal_event: the async event of the fatal error just NAKed
+ * @fatal_event: the async event of the fatal error just NAKed (0: the QP
+ *		 was reset meanwhile, none)
  * @atomics: the last atomics executed, one per responder resource
  *	     (max_dest_rd_atomic of the SRNIC_MAX_RD_ATOMIC slots, used in
  *	     turn)
@@ -1211,6 +1212,7 @@ int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 struct srnic_qp *srnic_qp_get_by_qpn(struct srnic_dev *sdev, u32 qpn);
 void srnic_qp_put(struct srnic_qp *qp);
 void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event);
+void srnic_qp_to_error_locked(struct srnic_qp *qp);
 void srnic_qp_complete_to_error(struct srnic_qp *qp, struct srnic_cq *cq,
 				const struct srnic_cqe *cqe);
 void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type);
