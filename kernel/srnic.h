@@ -675,7 +675,9 @@ struct srnic_req_wqe {
  *		   (local delivery), 0 for a remote destination
  * @rnr_timer: the responder's RNR timer code, from its last RNR NAK
  * @rnr_retries_left: RNR retries left for the current WQE
- * @rnr_waiting: waiting for @rnr_until before retrying the WQE
+ * @rnr_waiting: waiting for @rnr_until before retrying the WQE (after
+ *		 an RNR NAK, or in local delivery after the local ACK
+ *		 timeout of a destination that did not answer)
  * @rnr_until: ktime_get_ns() time the RNR wait ends
  * @rnr_hrtimer: reschedules the task at @rnr_until (a high-resolution
  *		 timer: RNR timers go down to 10 us, a jiffy is 4 ms)
@@ -702,7 +704,8 @@ struct srnic_req_wqe {
  * @sgl_index: SQ index + 1 of the WQE whose snapshot is in @wqe and whose
  *	       local SGL is in @sgl, for sending; 0 when unset (after each
  *	       run of the task)
- * @retries_left: transport retries left before IB_WC_RETRY_EXC_ERR
+ * @retries_left: transport retries left before IB_WC_RETRY_EXC_ERR (also
+ *		  in local delivery: a destination that does not answer)
  * @timer: local ACK timeout
  * @timed_out: @timer fired; the task retransmits
  * @went_back: already went back for a gap in READ responses; set until
@@ -792,7 +795,8 @@ enum srnic_resp_msg {
  * @read_last_psn: PSN of the last response packet
  * @read_first: the next response packet is the first
  * @reading: READ response packets remain to be sent
- * @fatal_event: the async event of the fatal error just NAKed
+ * @fatal_event: the async event of the fatal error just NAKed (0: the QP
+ *		 was reset meanwhile, none)
  * @atomics: the last atomics executed, one per responder resource
  *	     (max_dest_rd_atomic of the SRNIC_MAX_RD_ATOMIC slots, used in
  *	     turn)
@@ -1208,6 +1212,7 @@ int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 struct srnic_qp *srnic_qp_get_by_qpn(struct srnic_dev *sdev, u32 qpn);
 void srnic_qp_put(struct srnic_qp *qp);
 void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event);
+void srnic_qp_to_error_locked(struct srnic_qp *qp);
 void srnic_qp_complete_to_error(struct srnic_qp *qp, struct srnic_cq *cq,
 				const struct srnic_cqe *cqe);
 void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type);
@@ -1402,6 +1407,7 @@ void srnic_ud_drain_pd(struct srnic_dev *sdev, struct ib_pd *pd);
 int srnic_req_init(struct srnic_qp *qp);
 void srnic_req_cleanup(struct srnic_qp *qp);
 void srnic_req_reset(struct srnic_qp *qp);
+unsigned long srnic_req_ack_timeout(struct srnic_qp *qp);
 void srnic_req_put_mrs(struct srnic_qp *qp);
 void srnic_req_start(struct srnic_qp *qp);
 bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget);

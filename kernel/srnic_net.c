@@ -19,6 +19,7 @@
  */
 
 #include <linux/if_vlan.h>
+#include <linux/inetdevice.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/skbuff.h>
@@ -163,14 +164,53 @@ static enum srnic_counter srnic_rx_validate(struct srnic_dev *sdev,
 	return SRNIC_CNT_RX_PACKETS;
 }
 
+/* The srnic device of @ndev or, for a VLAN netdev, of its real device. */
+static struct srnic_dev *srnic_rx_netdev_dev(struct net_device *ndev)
+{
+	struct srnic_dev *sdev = srnic_dev_get_by_netdev(ndev);
+
+	if (!sdev && is_vlan_dev(ndev))
+		sdev = srnic_dev_get_by_netdev(vlan_dev_real_dev(ndev));
+	return sdev;
+}
+
+/*
+ * The srnic device a received datagram is for, referenced, or NULL: the
+ * one of the netdev it came in on. A datagram from one local address to
+ * another (a process, or another RoCE stack of the namespace, sending to
+ * an srnic device's address) never reaches that netdev: IP routes it over
+ * lo. It is for the device whose netdev owns its destination address, as
+ * if it had come in there. (srnic's own traffic between its devices takes
+ * local delivery instead, see srnic_tx_local().)
+ */
+static struct srnic_dev *srnic_rx_dev(struct sk_buff *skb)
+{
+	struct net_device *ndev = skb->dev;
+	struct srnic_dev *sdev = srnic_rx_netdev_dev(ndev);
+
+	if (sdev || !(ndev->flags & IFF_LOOPBACK))
+		return sdev;
+	rcu_read_lock();
+	if (skb->protocol == htons(ETH_P_IP))
+		ndev = __ip_dev_find(dev_net(ndev), ip_hdr(skb)->daddr, false);
+	else if (skb->protocol == htons(ETH_P_IPV6) &&
+		 ipv6_stub->ipv6_dev_find)
+		ndev = ipv6_stub->ipv6_dev_find(dev_net(ndev),
+						&ipv6_hdr(skb)->daddr, NULL);
+	else
+		ndev = NULL;
+	if (ndev && !(ndev->flags & IFF_LOOPBACK))
+		sdev = srnic_rx_netdev_dev(ndev);
+	rcu_read_unlock();
+	return sdev;
+}
+
 /* encap_rcv: every UDP datagram to port 4791 in the namespace. */
 static int srnic_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
 	struct srnic_dev *sdev;
 
-	sdev = srnic_dev_get_by_netdev(skb->dev);
-	if (!sdev && is_vlan_dev(skb->dev))
-		sdev = srnic_dev_get_by_netdev(vlan_dev_real_dev(skb->dev));
+	sdev = srnic_rx_dev(skb);
 	if (!sdev) {
 		kfree_skb(skb);
 		return 0;

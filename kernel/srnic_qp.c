@@ -761,11 +761,25 @@ out_unlock:
 void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event)
 {
 	mutex_lock(&qp->state_lock);
-	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET)
-		srnic_qp_enter_state(qp, IB_QPS_ERR);
+	srnic_qp_to_error_locked(qp);
 	mutex_unlock(&qp->state_lock);
 	if (event)
 		srnic_qp_event(qp, event);
+}
+
+/**
+ * srnic_qp_to_error_locked() - srnic_qp_to_error() without the event, for
+ *	a caller holding state_lock
+ * @qp: the QP; left as it is in the error or reset state
+ *
+ * For the engine, to do more before the consumer can see or change the new
+ * state: the responder enters the error state, then sends its NAK.
+ */
+void srnic_qp_to_error_locked(struct srnic_qp *qp)
+{
+	lockdep_assert_held(&qp->state_lock);
+	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET)
+		srnic_qp_enter_state(qp, IB_QPS_ERR);
 }
 
 /**
@@ -785,8 +799,7 @@ void srnic_qp_complete_to_error(struct srnic_qp *qp, struct srnic_cq *cq,
 {
 	mutex_lock(&qp->state_lock);
 	srnic_cq_post(cq, cqe, false);
-	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET)
-		srnic_qp_enter_state(qp, IB_QPS_ERR);
+	srnic_qp_to_error_locked(qp);
 	mutex_unlock(&qp->state_lock);
 }
 

@@ -46,6 +46,7 @@ u32 srnic_rnr_timer_usecs_of(u8 code)
 enum srnic_exec {
 	SRNIC_EXEC_DONE,	/* complete the WQE with @status */
 	SRNIC_EXEC_RNR,		/* no receive WQE at the responder: retry */
+	SRNIC_EXEC_NO_ANSWER,	/* no responder (yet): retry on timeout */
 };
 
 /**
@@ -478,17 +479,23 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 {
 	struct srnic_qp *dest = srnic_local_dest_get(qp);
 	struct srnic_sgl *remote = &qp->req.rsgl;
-	bool rnr = false, dest_fatal = false;
+	bool rnr = false, dest_fatal = false, no_answer = false;
 	struct srnic_srq *xsrq = NULL;
 	bool to_tgt = dest && dest->ibqp.qp_type == IB_QPT_XRC_TGT;
 
 	*status = IB_WC_SUCCESS;
-	/* XRC_INI talks to XRC_TGT only, as its XRC opcodes would. */
+	/*
+	 * XRC_INI talks to XRC_TGT only, as its XRC opcodes would. Nobody
+	 * answers, as a wire responder drops a request it cannot take: an RC
+	 * requester tries again when its local ACK timer would fire (the
+	 * destination may be on its way to RTR: a peer that posts as soon as
+	 * it is connected races the other side's modify_qp), a UC message is
+	 * lost.
+	 */
 	if (!dest || !srnic_responder_ready(dest) ||
 	    srnic_qp_is_xrc(qp) != to_tgt) {
-		/* Nobody answers: what retries would end in (UC: lost). */
 		if (srnic_qp_acked(qp))
-			*status = IB_WC_RETRY_EXC_ERR;
+			no_answer = true;
 		goto out;
 	}
 
@@ -579,6 +586,8 @@ out:
 		srnic_srq_put(xsrq);
 	if (dest)
 		srnic_qp_put(dest);
+	if (no_answer)
+		return SRNIC_EXEC_NO_ANSWER;
 	return rnr ? SRNIC_EXEC_RNR : SRNIC_EXEC_DONE;
 }
 
@@ -726,6 +735,21 @@ bool srnic_req_rnr_wait_over(struct srnic_qp *qp)
 	return true;
 }
 
+/*
+ * Wait before retrying a WQE no local responder answered: the local ACK
+ * timeout, backing off as the wire requester's does (timeout 0, infinite
+ * over the wire, retries at the timeout's floor for ever).
+ */
+static void srnic_req_no_answer_wait(struct srnic_qp *qp)
+{
+	u64 delay = jiffies_to_nsecs(srnic_req_ack_timeout(qp));
+
+	qp->req.rnr_until = ktime_get_ns() + delay;
+	qp->req.rnr_waiting = true;
+	hrtimer_start(&qp->req.rnr_hrtimer, ns_to_ktime(delay),
+		      HRTIMER_MODE_REL);
+}
+
 /**
  * srnic_req_fetch() - snapshot the WQE at the SQ's consumer index
  * @qp: the QP, from its task
@@ -822,8 +846,18 @@ static bool srnic_req_step(struct srnic_qp *qp)
 			return false;
 		}
 		status = IB_WC_RNR_RETRY_EXC_ERR;
+	} else if (exec == SRNIC_EXEC_NO_ANSWER) {
+		srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_TIMEOUTS);
+		if (!qp->attrs.timeout || qp->req.retries_left) {
+			srnic_req_no_answer_wait(qp);
+			if (qp->attrs.timeout)
+				qp->req.retries_left--;
+			return false;
+		}
+		status = IB_WC_RETRY_EXC_ERR;
 	}
 	qp->req.rnr_retries_left = qp->attrs.rnr_retry;
+	qp->req.retries_left = qp->attrs.retry_cnt;
 
 	if (!srnic_req_retire(qp))
 		return false;	/* flushed: the QP is in the error state */

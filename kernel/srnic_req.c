@@ -95,16 +95,31 @@ static void srnic_req_timer_fn(struct timer_list *t)
  */
 static void srnic_req_arm_timer(struct srnic_qp *qp)
 {
+	if (!qp->attrs.timeout)
+		return;
+	mod_timer(&qp->req.timer, jiffies + srnic_req_ack_timeout(qp));
+}
+
+/**
+ * srnic_req_ack_timeout() - the QP's current local ACK timeout
+ * @qp: an RC or XRC_INI QP
+ *
+ * 4.096 us * 2^timeout, at least SRNIC_REQ_MIN_TIMEOUT_MS, doubled for
+ * each timeout since the last progress (up to SRNIC_REQ_MAX_BACKOFF
+ * times). Timeout 0 (infinite) gives the floor: the caller decides.
+ *
+ * Return: jiffies.
+ */
+unsigned long srnic_req_ack_timeout(struct srnic_qp *qp)
+{
 	u32 backoff = qp->attrs.retry_cnt - qp->req.retries_left;
 	u64 nsecs = 4096ULL << qp->attrs.timeout;
 	u64 delay;
 
-	if (!qp->attrs.timeout)
-		return;
 	delay = max_t(u64, nsecs_to_jiffies64(nsecs),
 		      msecs_to_jiffies(SRNIC_REQ_MIN_TIMEOUT_MS));
 	delay <<= min_t(u32, backoff, SRNIC_REQ_MAX_BACKOFF);
-	mod_timer(&qp->req.timer, jiffies + min_t(u64, delay, MAX_JIFFY_OFFSET));
+	return min_t(u64, delay, MAX_JIFFY_OFFSET);
 }
 
 /* ---- Taking WQEs ------------------------------------------------------ */

@@ -13,9 +13,9 @@
  * when they executed, never executed twice (an ATOMIC WRITE, answered by
  * an ACK, is ACKed again as a WRITE is). A SEND or WRITE with immediate
  * data that finds the receive queue empty gets an RNR NAK with the QP's
- * min_rnr_timer, before any byte is written. Errors that IBTA makes fatal (invalid request,
- * remote access, remote operational error) are NAKed and move the QP to
- * the error state.
+ * min_rnr_timer, before any byte is written. Errors that IBTA makes fatal
+ * (invalid request, remote access, remote operational error) move the QP
+ * to the error state and are then NAKed (srnic_resp_to_error()).
  *
  * ACKs are coalesced: a request with AckReq only marks an ACK as owed, and
  * one ACK of the last PSN executed goes out when the batch of received
@@ -39,10 +39,17 @@
  * the message it continues, is an invalid request.
  */
 
+#include <linux/delay.h>
 #include <linux/highmem.h>
+#include <linux/module.h>
 
 #include "srnic.h"
 #include "srnic_wire.h"
+
+static unsigned int fatal_nak_test_delay_ms;
+module_param(fatal_nak_test_delay_ms, uint, 0644);
+MODULE_PARM_DESC(fatal_nak_test_delay_ms,
+		 "Tests only: the responder pauses this long (at most 1000) after each NAK of a fatal error, before going on (0: off)");
 
 /* AETH credit count meaning "no end-to-end flow control". */
 #define SRNIC_AETH_CREDITS_UNLIMITED 0x1f
@@ -50,7 +57,7 @@
 enum srnic_resp_verdict {
 	SRNIC_RESP_OK,		/* executed: epsn moves on */
 	SRNIC_RESP_RNR,		/* RNR NAK sent: the requester retries */
-	SRNIC_RESP_FATAL,	/* NAK sent: the QP goes to the error state */
+	SRNIC_RESP_FATAL,	/* in the error state, NAK sent */
 	SRNIC_RESP_DROP,	/* UC: the message is dropped, the QP goes on */
 };
 
@@ -140,6 +147,8 @@ static void srnic_resp_complete(struct srnic_qp *qp, enum ib_wc_status status,
 		.src_qp = qp->attrs.dest_qp_num,
 	};
 
+	lockdep_assert_not_held(&qp->state_lock);
+
 	resp->have_rwqe = false;
 	if (pkt && pkt->immdt) {
 		cqe.imm_data = ((const struct srnic_immdt *)
@@ -173,7 +182,76 @@ static void srnic_resp_end_message(struct srnic_qp *qp)
 	resp->offset = 0;
 }
 
-/* A fatal error: NAK, fail the receive WQE held, go to the error state. */
+/*
+ * Enter the error state, then send the NAK of @value for @psn (with @nak),
+ * as one step under state_lock: the receive WQE held completes with
+ * @recv_status first (if its CQ is still there; with IB_WC_SUCCESS it
+ * stays held, for srnic_resp_reset()'s flush). A requester that sees the
+ * NAK's error completion and then queries or modifies this QP finds it in
+ * the error state (not in RTS, about to be moved to error behind its back,
+ * undoing a RESET made meanwhile); and no request is taken after the NAK
+ * (the receive path takes none in the error state). A QP reset meanwhile
+ * (its attributes cleared, its WQEs discarded) does neither. Nothing is
+ * left for the caller but the affiliated event: a QP the consumer reset
+ * and connected again once it saw the error is not touched again.
+ *
+ * Return: false when the QP was reset meanwhile (no event to report).
+ */
+static bool srnic_resp_to_error(struct srnic_qp *qp,
+				enum ib_wc_status recv_status, bool nak,
+				u32 psn, u8 value)
+{
+	unsigned int delay_ms;
+	bool reset;
+
+	struct srnic_resp *resp = &qp->resp;
+	struct srnic_srq *xsrq = NULL;
+	struct srnic_cq *cq = NULL;
+	struct srnic_cqe cqe = {
+		.status = recv_status,
+		.opcode = IB_WC_RECV,
+		.qp_num = qp->ibqp.qp_num,
+	};
+
+	if (resp->have_rwqe && recv_status != IB_WC_SUCCESS) {
+		resp->have_rwqe = false;
+		cqe.wr_id = resp->rwqe->wr_id;
+		xsrq = srnic_resp_rwqe_srq(qp);
+		/* An XRC_TGT QP's SRQ may be gone, and its CQ with it. */
+		if (qp->ibqp.qp_type != IB_QPT_XRC_TGT || xsrq)
+			cq = srnic_resp_cq(qp, xsrq);
+	}
+	mutex_lock(&qp->state_lock);
+	reset = qp->state == IB_QPS_RESET;
+	if (!reset) {
+		cqe.src_qp = qp->attrs.dest_qp_num;
+		/* A lost completion: the QP goes to error all the same. */
+		if (cq)
+			srnic_cq_post(cq, &cqe, false);
+		srnic_qp_to_error_locked(qp);
+	}
+	if (!reset && nak) {
+		srnic_resp_nak(qp, psn, SRNIC_AETH_NAK, value);
+		/*
+		 * A test hook: widens the window in which the requester acts
+		 * on the NAK, so tests/test_rc_traffic.py can check that
+		 * nothing of the error state was left for after it.
+		 */
+		delay_ms = READ_ONCE(fatal_nak_test_delay_ms);
+		if (unlikely(delay_ms))
+			msleep(min(delay_ms, 1000U));
+	}
+	mutex_unlock(&qp->state_lock);
+	if (xsrq)
+		srnic_srq_put(xsrq);
+	return !reset;
+}
+
+/*
+ * A fatal error: fail the receive WQE held, go to the error state, NAK
+ * (srnic_resp_to_error()). The caller reports resp->fatal_event unless it
+ * is 0 (the QP was reset meanwhile).
+ */
 static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 						const struct srnic_pkt *pkt,
 						u8 nak,
@@ -192,9 +270,8 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 		if (nak != SRNIC_NAK_REMOTE_OPERATIONAL_ERROR)
 			return SRNIC_RESP_DROP;
 		resp->fatal_event = IB_EVENT_QP_FATAL;
-		if (resp->have_rwqe)
-			srnic_resp_complete(qp, recv_status, IB_WC_RECV, 0,
-					    NULL, NULL);
+		if (!srnic_resp_to_error(qp, recv_status, false, 0, 0))
+			resp->fatal_event = 0;
 		srnic_resp_end_message(qp);
 		return SRNIC_RESP_FATAL;
 	}
@@ -203,9 +280,8 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 			    IB_EVENT_QP_ACCESS_ERR :
 			    nak == SRNIC_NAK_INVALID_REQUEST ?
 			    IB_EVENT_QP_REQ_ERR : IB_EVENT_QP_FATAL;
-	srnic_resp_nak(qp, pkt->psn, SRNIC_AETH_NAK, nak);
-	if (resp->have_rwqe)
-		srnic_resp_complete(qp, recv_status, IB_WC_RECV, 0, NULL, NULL);
+	if (!srnic_resp_to_error(qp, recv_status, true, pkt->psn, nak))
+		resp->fatal_event = 0;
 	srnic_resp_end_message(qp);
 	return SRNIC_RESP_FATAL;
 }
@@ -918,7 +994,8 @@ execute:
 	    !srnic_resp_xrc_ok(qp, pkt, xsrqn)) {
 		srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 				 IB_WC_REM_INV_REQ_ERR);
-		srnic_qp_to_error(qp, resp->fatal_event);
+		if (resp->fatal_event)
+			srnic_qp_event(qp, resp->fatal_event);
 		goto out;
 	}
 	switch (srnic_resp_execute(qp, skb, pkt)) {
@@ -937,7 +1014,9 @@ execute:
 		srnic_resp_uc_drop(qp, pkt);
 		break;
 	case SRNIC_RESP_FATAL:
-		srnic_qp_to_error(qp, resp->fatal_event);
+		/* Already in the error state (or reset since). */
+		if (resp->fatal_event)
+			srnic_qp_event(qp, resp->fatal_event);
 		break;
 	}
 out:
@@ -956,9 +1035,9 @@ static void srnic_resp_read_fail(struct srnic_qp *qp)
 		srnic_mr_put(resp->read_mr);
 	resp->read_mr = NULL;
 	resp->reading = false;
-	srnic_resp_nak(qp, resp->read_psn, SRNIC_AETH_NAK,
-		       SRNIC_NAK_REMOTE_ACCESS_ERROR);
-	srnic_qp_to_error(qp, IB_EVENT_QP_ACCESS_ERR);
+	if (srnic_resp_to_error(qp, IB_WC_SUCCESS, true, resp->read_psn,
+				SRNIC_NAK_REMOTE_ACCESS_ERROR))
+		srnic_qp_event(qp, IB_EVENT_QP_ACCESS_ERR);
 }
 
 /*

@@ -20,7 +20,7 @@ from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
 from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402
                       RCPair, Side, check_ok, check_send, close_all,
-                      recv_wr, send_wr, sge, status_name)
+                      recv_wr, send_wr, sge, status_name, wc_text)
 import roce_packets as rp  # noqa: E402
 from harness import run, wait_for  # noqa: E402
 from topology import topology  # noqa: E402,F401 (fixture)
@@ -463,6 +463,76 @@ def test_remote_access_error(rc, case):
     assert target.read(size, 0) == guard
 
 
+# The responder's pause after a fatal NAK (module parameter, tests only).
+NAK_DELAY_PARAM = "/sys/module/srnic/parameters/fatal_nak_test_delay_ms"
+
+
+def set_nak_delay(ms):
+    with open(NAK_DELAY_PARAM, "w") as f:
+        f.write(str(ms))
+
+
+@pytest.mark.parametrize("nak_delay_ms", [0, 300])
+def test_responder_in_error_before_its_nak(topology, nak_delay_ms):
+    """A responder that NAKs a fatal error is in the error state, and its
+    receive WQE held completed in error, before the NAK leaves: the
+    requester's error completion polled, b's query_qp says ERR at once
+    (no wait) and b's receive completion is there. (srnic's wire responder
+    sent the NAK first and moved to the error state after: a consumer
+    acting on the requester's error could find b still in RTS, and a
+    RESET it made could be undone.) Rounds of a WRITE with a bad R_Key
+    (remote access error) and a SEND longer than b's receive buffer
+    (invalid request: b's receive WQE completes with IBV_WC_LOC_LEN_ERR),
+    the pair reconnected through RESET between rounds.
+
+    Without help the old order's window was a few microseconds, which
+    300 rounds did not hit: with nak_delay_ms the responder pauses that
+    long after each fatal NAK (fatal_nak_test_delay_ms), which made the
+    old order fail every round. (Local delivery, one-device and
+    veth-one-netns, sends no NAK: the responder is in the error state
+    before the requester completes.)"""
+    if topology.b.kind != "srnic":
+        pytest.skip("tests srnic's responder")
+    if nak_delay_ms and (topology.same_device or
+                         topology.a.netns == topology.b.netns):
+        pytest.skip("local delivery sends no NAK")
+    p = RCPair(topology)
+    p.connect()
+    set_nak_delay(nak_delay_ms)
+    try:
+        a, b = p.a, p.b
+        target, local = b.mr(256), a.mr(256)
+        for rnd in range(4 if nak_delay_ms else 30):
+            bad_rkey = rnd % 2 == 0
+            b.qp.post_recv(recv_wr(100 + rnd, [sge(b.mr(64))]))
+            if bad_rkey:
+                wr = send_wr(200 + rnd, e.IBV_WR_RDMA_WRITE, [sge(local)],
+                             remote=(target, 0))
+                wr.set_wr_rdma(target.rkey ^ 0x5a5a00, target.buf)
+                want = e.IBV_WC_REM_ACCESS_ERR
+            else:
+                wr = send_wr(200 + rnd, e.IBV_WR_SEND, [sge(local, 0, 128)])
+                want = e.IBV_WC_REM_INV_REQ_ERR
+            a.qp.post_send(wr)
+            wc = a.poll()[0]
+            assert (wc.wr_id, wc.status) == (200 + rnd, want), wc_text(wc)
+            # Right away: no wait_state().
+            assert b.state() == ERR, f"round {rnd}: b in {b.state()}"
+            got, wcs = b.cq.poll(1)
+            assert got == 1, f"round {rnd}: b has no receive completion"
+            want_b = (e.IBV_WC_WR_FLUSH_ERR if bad_rkey else
+                      e.IBV_WC_LOC_LEN_ERR)
+            assert (wcs[0].wr_id, wcs[0].status) == (100 + rnd, want_b), \
+                wc_text(wcs[0])
+            a.wait_state(ERR)
+            for side in p.sides():
+                p.move(side, RESET)
+            p.connect()
+    finally:
+        set_nak_delay(0)
+        p.close()
+
+
 QP_ACCESS = {
     # (opcode, the responder QP's access flags: all but the one it needs)
     "write": (e.IBV_WR_RDMA_WRITE, e.IBV_ACCESS_LOCAL_WRITE
@@ -519,11 +589,11 @@ def test_reset_forgets_message_in_progress(topology):
     of the reconnected a must land in that new WQE: with the old one (which
     RESET discarded) and the half-received message still held, srnic
     answered it as out of the opcode sequence (NAK, both QPs in error)."""
-    # veth-one-netns: two devices of one netns reach each other by local
-    # delivery, and the hand-made packet does not land (to look into).
-    if (topology.b.kind != "srnic" or topology.a.name == topology.b.name or
-            topology.id == "veth-one-netns"):
-        pytest.skip("needs an srnic responder reached over the wire")
+    # In one netns (veth-one-netns, one-device) the hand-made packet from
+    # a's address to b's goes over lo; srnic takes it for the device owning
+    # the destination address (see tests/test_rx.py).
+    if topology.b.kind != "srnic":
+        pytest.skip("needs an srnic responder")
     p = connected(topology)
     busy, fillers = None, []
     try:

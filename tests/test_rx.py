@@ -84,6 +84,28 @@ def test_each_malformed_packet_dropped_and_counted(peer, ipv6):
             (what, changed)
 
 
+@pytest.mark.parametrize("ipv6", [False, True], ids=["ipv4", "ipv6"])
+def test_datagram_between_local_addresses(srnic, veth, ipv6):
+    """A RoCEv2 datagram from another address of the namespace (veth.b's)
+    to srnic0's address is routed over lo, not over srnic0's netdev: it is
+    srnic0's all the same (the device whose netdev owns the destination
+    address), received and counted there. It used to be dropped
+    uncounted, as arriving on a netdev of no srnic device."""
+    run("ip", "addr", "add", f"{LOCAL4}/24", "dev", veth.a)
+    run("ip", "-6", "addr", "add", f"{LOCAL6}/64", "dev", veth.a, "nodad")
+    run("ip", "addr", "add", f"{PEER4}/24", "dev", veth.b)
+    run("ip", "-6", "addr", "add", f"{PEER6}/64", "dev", veth.b, "nodad")
+    link_add("srnic0", veth.a)
+    src, dst = (PEER6, LOCAL6) if ipv6 else (PEER4, LOCAL4)
+    before = counters("srnic0")
+    transport = rp.bth(rp.RC_SEND_ONLY, 0x77) + b"x" * 64
+    rp.send_raw(rp.frame(src, dst, transport), dst)
+    wait_for(lambda: counters("srnic0")["rx_drop_no_qp"] >
+             before["rx_drop_no_qp"], what="the datagram counted on srnic0")
+    after = counters("srnic0")
+    assert after["rx_packets"] == before["rx_packets"] + 1, (before, after)
+
+
 def test_device_in_another_namespace_has_its_own_socket(srnic, veth):
     """A device created inside a namespace receives there."""
     veth.move_to_netns(veth.b, "srnic-peer")
