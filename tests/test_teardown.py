@@ -42,7 +42,8 @@ RECVS = 32              # teardown_peer.RECVS
 # of the peers' ACK timeout, 67 ms by default, doubled each time, under
 # TCG), a summary within SUMMARY_SECONDS. Both scale with the ACK timeout
 # exponent SRNIC_TEST_ACK_TIMEOUT (teardown_peer.ACK_TIMEOUT, default 14;
-# scripts/debug-kernel.sh sets a larger one), as the peers' drain waits do.
+# scripts/debug-kernel.sh sets a larger one), as the peers' drain waits and
+# every other wait here do (a larger ACK timeout means a slower kernel).
 ACK_TIMEOUT = int(os.environ.get("SRNIC_TEST_ACK_TIMEOUT", "14"))
 TIME_SCALE = 2 ** max(0, ACK_TIMEOUT - 14)
 ERROR_SECONDS = 20 * TIME_SCALE
@@ -61,7 +62,7 @@ class Peer:
         self.buf = b""
         self.lines = []
         self.hello = json.loads(self.wait_line(lambda l: l.startswith("{"),
-                                               60))
+                                               60 * TIME_SCALE))
 
     def _read(self, timeout):
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
@@ -112,7 +113,7 @@ class Peer:
                 n = int(line.split()[1])
         return n
 
-    def wait_progress(self, writes, timeout=60):
+    def wait_progress(self, writes, timeout=60 * TIME_SCALE):
         """Wait until the peer completed at least writes WRITEs."""
         deadline = time.monotonic() + timeout
         while self.progress() < writes:
@@ -234,11 +235,11 @@ def pair(topo_holder):
         a.start(b)
         b.start(a)
         for p in peers:
-            p.wait_line(lambda l: l == "connected", 60)
+            p.wait_line(lambda l: l == "connected", 60 * TIME_SCALE)
         for p in peers:
             p.send("go")
         for p in peers:
-            p.wait_line(lambda l: l == "running", 60)
+            p.wait_line(lambda l: l == "running", 60 * TIME_SCALE)
         for p in peers:
             p.wait_progress(32)
         yield topo, a, b
