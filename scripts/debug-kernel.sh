@@ -191,6 +191,10 @@ check() {
 	if [ ${#suites[@]} -eq 0 ]; then
 		mapfile -t suites < <(cd "$REPO" && ls tests/test_*.py)
 	fi
+	# Without it the guest registers no provider and every verbs program fails to find srnic0
+	# ("make debug-check" builds it first).
+	[ -f "$REPO/build/userspace/libsrnic-rdmav34.so" ] ||
+		die "no provider in $REPO/build/userspace: run make provider (or make debug-check)"
 	vm_env
 	# KASAN, lockdep and kmemleak under TCG: everything takes a few times longer.
 	export SRNIC_VM_SUITE_TIMEOUT=${SRNIC_VM_SUITE_TIMEOUT:-3600}
