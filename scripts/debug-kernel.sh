@@ -36,8 +36,8 @@
 # in atomic context, kmemleak, UBSAN, ODEBUG, WARN, BUG, oops). Environment: SRNIC_VM_SUITE_TIMEOUT
 # (default here 3600 s per suite: KASAN under TCG is slow), and the variables
 # scripts/run-vm-suites.sh passes on (SRNIC_TEST_TOPOLOGIES, SRNIC_STRESS_MESSAGES,
-# PYTEST_ADDOPTS, SRNIC_TEST_WC_TIMEOUT, SRNIC_TEST_TOOL_TIMEOUT), whose defaults here are longer
-# (--timeout=1200, 30 s, 240 s).
+# PYTEST_ADDOPTS, SRNIC_TEST_WC_TIMEOUT, SRNIC_TEST_TOOL_TIMEOUT, SRNIC_TEST_ACK_TIMEOUT), whose
+# defaults here are longer (--timeout=1200, 30 s, 240 s, 16).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd -P)
@@ -191,6 +191,10 @@ check() {
 	if [ ${#suites[@]} -eq 0 ]; then
 		mapfile -t suites < <(cd "$REPO" && ls tests/test_*.py)
 	fi
+	# Without it the guest registers no provider and every verbs program fails to find srnic0
+	# ("make debug-check" builds it first).
+	[ -f "$REPO/build/userspace/libsrnic-rdmav34.so" ] ||
+		die "no provider in $REPO/build/userspace: run make provider (or make debug-check)"
 	vm_env
 	# KASAN, lockdep and kmemleak under TCG: everything takes a few times longer.
 	export SRNIC_VM_SUITE_TIMEOUT=${SRNIC_VM_SUITE_TIMEOUT:-3600}
@@ -199,6 +203,9 @@ check() {
 	export SRNIC_TEST_TOOL_TIMEOUT=${SRNIC_TEST_TOOL_TIMEOUT:-240}
 	# 4.096 us * 2^15 = 134 ms: a large READ's round trip under KASAN + TCG.
 	export SRNIC_STRESS_ACK_TIMEOUT=${SRNIC_STRESS_ACK_TIMEOUT:-15}
+	# test_teardown's peers: 4.096 us * 2^16 = 268 ms, a vanished peer an error after ~4 s
+	# (15 timeouts: 3 retries, doubled) rather than ~1 s; its waits scale with it.
+	export SRNIC_TEST_ACK_TIMEOUT=${SRNIC_TEST_ACK_TIMEOUT:-16}
 	say "kernel $SRNIC_VM_KERNEL ($SRNIC_VM_KVER), suites: ${suites[*]}"
 	(cd "$REPO" && scripts/run-vm-suites.sh "${suites[@]}") || rc=1
 	# vm-run already failed every suite whose log has a report; list them once more, together.

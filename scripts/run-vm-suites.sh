@@ -6,6 +6,8 @@
 # These variables, when set, pass through into the VM: SRNIC_TEST_DEVICE_KIND
 # (srnic or rxe: the device kind the RC suites in tests/ test),
 # SRNIC_TEST_WC_TIMEOUT and SRNIC_TEST_TOOL_TIMEOUT (their waits, seconds),
+# SRNIC_TEST_ACK_TIMEOUT (tests/test_teardown.py's QP ACK timeout exponent;
+# its waits scale with it),
 # SRNIC_TEST_TOPOLOGIES (comma-separated subset of tests/topology.py's),
 # SRNIC_STRESS_MESSAGES and SRNIC_STRESS_ACK_TIMEOUT (tests/test_rc_stress.py's
 # total and local ACK timeout exponent) and
@@ -21,7 +23,7 @@ mkdir -p "$results"
 failed_suites=()
 pass_env=()
 for var in SRNIC_TEST_DEVICE_KIND SRNIC_TEST_WC_TIMEOUT SRNIC_TEST_TOOL_TIMEOUT \
-	SRNIC_TEST_TOPOLOGIES SRNIC_STRESS_MESSAGES SRNIC_STRESS_ACK_TIMEOUT PYTEST_ADDOPTS; do
+	SRNIC_TEST_ACK_TIMEOUT SRNIC_TEST_TOPOLOGIES SRNIC_STRESS_MESSAGES SRNIC_STRESS_ACK_TIMEOUT PYTEST_ADDOPTS; do
 	if [ -n "${!var:-}" ]; then
 		pass_env+=(--env "$var=${!var}")
 	fi

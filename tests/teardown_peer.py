@@ -51,7 +51,14 @@ WINDOW = 16
 RECVS = 32
 MSG = 64 << 10
 MR_SIZE = 1 << 20
-DRAIN_SECONDS = 20
+# The local ACK timeout exponent of the QPs (4.096 us * 2^ACK_TIMEOUT,
+# srnic doubles it on each of the 3 retries, so a vanished peer is an error
+# completion after 15 timeouts: 1 s at the default 14). A slower kernel
+# (scripts/debug-kernel.sh: KASAN under TCG) sets SRNIC_TEST_ACK_TIMEOUT
+# higher; the waits here and in tests/test_teardown.py scale with it.
+ACK_TIMEOUT = int(os.environ.get("SRNIC_TEST_ACK_TIMEOUT", "14"))
+TIME_SCALE = 2 ** max(0, ACK_TIMEOUT - 14)
+DRAIN_SECONDS = 20 * TIME_SCALE
 FATAL_GRACE_SECONDS = 1.0
 ACCESS = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
           e.IBV_ACCESS_REMOTE_READ)
@@ -125,9 +132,10 @@ class Peer:
                        e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN |
                        e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
         a = QPAttr(qp_state=e.IBV_QPS_RTS)
-        # 4.096 us * 2^14 = 67 ms, 3 retries: a vanished peer is an error
-        # completion within about a second (srnic doubles each timeout).
-        a.timeout, a.retry_cnt, a.rnr_retry = 14, 3, 7
+        # 4.096 us * 2^14 = 67 ms by default, 3 retries: a vanished peer is
+        # an error completion within about a second (srnic doubles each
+        # timeout); see ACK_TIMEOUT.
+        a.timeout, a.retry_cnt, a.rnr_retry = ACK_TIMEOUT, 3, 7
         a.sq_psn, a.max_rd_atomic = 0, 4
         self.qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_TIMEOUT |
                        e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY |
