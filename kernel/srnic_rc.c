@@ -701,6 +701,19 @@ void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
 		qp->req.fatal = true;
 }
 
+/*
+ * Stop the requester for @delay ns: srnic_req_rnr_wait_over() says when
+ * it is over, and a timer schedules the task then. The RNR wait and the
+ * wait for a local responder that did not answer both use it.
+ */
+static void srnic_req_wait_ns(struct srnic_qp *qp, u64 delay)
+{
+	qp->req.rnr_until = ktime_get_ns() + delay;
+	qp->req.rnr_waiting = true;
+	hrtimer_start(&qp->req.rnr_hrtimer, ns_to_ktime(delay),
+		      HRTIMER_MODE_REL);
+}
+
 /**
  * srnic_req_rnr_wait() - wait before retrying, as an RNR NAK asks
  * @qp: the QP, from its task
@@ -711,12 +724,8 @@ void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
  */
 void srnic_req_rnr_wait(struct srnic_qp *qp, u8 code)
 {
-	u64 delay = (u64)srnic_rnr_timer_usecs_of(code) * NSEC_PER_USEC;
-
-	qp->req.rnr_until = ktime_get_ns() + delay;
-	qp->req.rnr_waiting = true;
-	hrtimer_start(&qp->req.rnr_hrtimer, ns_to_ktime(delay),
-		      HRTIMER_MODE_REL);
+	srnic_req_wait_ns(qp, (u64)srnic_rnr_timer_usecs_of(code) *
+			  NSEC_PER_USEC);
 }
 
 /**
@@ -742,12 +751,7 @@ bool srnic_req_rnr_wait_over(struct srnic_qp *qp)
  */
 static void srnic_req_no_answer_wait(struct srnic_qp *qp)
 {
-	u64 delay = jiffies_to_nsecs(srnic_req_ack_timeout(qp));
-
-	qp->req.rnr_until = ktime_get_ns() + delay;
-	qp->req.rnr_waiting = true;
-	hrtimer_start(&qp->req.rnr_hrtimer, ns_to_ktime(delay),
-		      HRTIMER_MODE_REL);
+	srnic_req_wait_ns(qp, jiffies_to_nsecs(srnic_req_ack_timeout(qp)));
 }
 
 /**
