@@ -369,7 +369,8 @@ static struct sk_buff *srnic_tx_alloc_frag(unsigned int size)
 	struct sk_buff *skb;
 	void *data;
 
-	if (truesize > PAGE_SIZE << PAGE_ALLOC_COSTLY_ORDER)
+	/* The most the fragment cache hands out (its compound page). */
+	if (truesize > PAGE_FRAG_CACHE_MAX_SIZE)
 		return NULL;
 	data = netdev_alloc_frag(truesize);
 	if (!data)
