@@ -129,27 +129,49 @@ static struct srnic_srq *srnic_resp_rwqe_srq(struct srnic_qp *qp)
 	return srnic_xrc_srq_get(qp, resp->xsrqn);
 }
 
+/*
+ * Give up the current receive WQE for a completion: fill @cqe's fields
+ * that come from the WQE and the QP, and return the CQ it goes to, with
+ * *@xsrq the XRC SRQ the WQE came from (referenced; the caller puts it),
+ * or NULL when the WQE's XRC SRQ was destroyed meanwhile (its CQ may be
+ * gone with it: the completion is dropped).
+ */
+static struct srnic_cq *srnic_resp_rwqe_done(struct srnic_qp *qp,
+					     struct srnic_cqe *cqe,
+					     struct srnic_srq **xsrq)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	resp->have_rwqe = false;
+	cqe->wr_id = resp->rwqe->wr_id;
+	cqe->qp_num = qp->ibqp.qp_num;
+	cqe->src_qp = qp->attrs.dest_qp_num;
+	*xsrq = srnic_resp_rwqe_srq(qp);
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT && !*xsrq)
+		return NULL;
+	return srnic_resp_cq(qp, *xsrq);
+}
+
 /* Post the receive completion of the current receive WQE. */
 static void srnic_resp_complete(struct srnic_qp *qp, enum ib_wc_status status,
 				u8 opcode, u32 byte_len,
 				const struct srnic_pkt *pkt,
 				const struct sk_buff *skb)
 {
-	struct srnic_resp *resp = &qp->resp;
-	struct srnic_srq *xsrq = srnic_resp_rwqe_srq(qp);
+	struct srnic_srq *xsrq;
+	struct srnic_cq *cq;
 	int err;
 	struct srnic_cqe cqe = {
-		.wr_id = resp->rwqe->wr_id,
 		.status = status,
 		.opcode = opcode,
 		.byte_len = status == IB_WC_SUCCESS ? byte_len : 0,
-		.qp_num = qp->ibqp.qp_num,
-		.src_qp = qp->attrs.dest_qp_num,
 	};
 
 	lockdep_assert_not_held(&qp->state_lock);
 
-	resp->have_rwqe = false;
+	cq = srnic_resp_rwqe_done(qp, &cqe, &xsrq);
+	if (!cq)
+		return;
 	if (pkt && pkt->immdt) {
 		cqe.imm_data = ((const struct srnic_immdt *)
 				(skb->data + pkt->immdt))->imm;
@@ -159,10 +181,7 @@ static void srnic_resp_complete(struct srnic_qp *qp, enum ib_wc_status status,
 						      (skb->data + pkt->ieth));
 		cqe.wc_flags = SRNIC_CQE_WITH_INV;
 	}
-	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT && !xsrq)
-		return;		/* its SRQ was destroyed meanwhile */
-	err = srnic_cq_post(srnic_resp_cq(qp, xsrq), &cqe,
-			    pkt && pkt->solicited);
+	err = srnic_cq_post(cq, &cqe, pkt && pkt->solicited);
 	if (xsrq)
 		srnic_srq_put(xsrq);
 	if (err)
@@ -204,27 +223,18 @@ static bool srnic_resp_to_error(struct srnic_qp *qp,
 	unsigned int delay_ms;
 	bool reset;
 
-	struct srnic_resp *resp = &qp->resp;
 	struct srnic_srq *xsrq = NULL;
 	struct srnic_cq *cq = NULL;
 	struct srnic_cqe cqe = {
 		.status = recv_status,
 		.opcode = IB_WC_RECV,
-		.qp_num = qp->ibqp.qp_num,
 	};
 
-	if (resp->have_rwqe && recv_status != IB_WC_SUCCESS) {
-		resp->have_rwqe = false;
-		cqe.wr_id = resp->rwqe->wr_id;
-		xsrq = srnic_resp_rwqe_srq(qp);
-		/* An XRC_TGT QP's SRQ may be gone, and its CQ with it. */
-		if (qp->ibqp.qp_type != IB_QPT_XRC_TGT || xsrq)
-			cq = srnic_resp_cq(qp, xsrq);
-	}
+	if (qp->resp.have_rwqe && recv_status != IB_WC_SUCCESS)
+		cq = srnic_resp_rwqe_done(qp, &cqe, &xsrq);
 	mutex_lock(&qp->state_lock);
 	reset = qp->state == IB_QPS_RESET;
 	if (!reset) {
-		cqe.src_qp = qp->attrs.dest_qp_num;
 		/* A lost completion: the QP goes to error all the same. */
 		if (cq)
 			srnic_cq_post(cq, &cqe, false);
@@ -542,6 +552,45 @@ static int srnic_atomic_map(struct srnic_mr *mr, u64 iova,
 	return 0;
 }
 
+enum srnic_atomic_op {
+	SRNIC_ATOMIC_FETCH_ADD,
+	SRNIC_ATOMIC_CMP_SWAP,
+	SRNIC_ATOMIC_WRITE,
+};
+
+/*
+ * One atomic operation on the 8 bytes at @iova of @mr, under
+ * srnic_atomic_lock: fetch & add @operand, compare with @compare and swap
+ * in @operand, or store @operand. *@orig gets the value found there.
+ */
+static int srnic_atomic_apply(struct srnic_mr *mr, u64 iova,
+			      enum srnic_atomic_op op, u64 operand,
+			      u64 compare, u64 *orig)
+{
+	struct srnic_mr_map map;
+	u64 *target, val;
+	void *va;
+	int err;
+
+	err = srnic_atomic_map(mr, iova, &map);
+	if (err)
+		return err;
+	va = kmap_local_page(map.page);
+	target = va + map.offset;
+	spin_lock(&srnic_atomic_lock);
+	val = READ_ONCE(*target);
+	if (op == SRNIC_ATOMIC_FETCH_ADD)
+		WRITE_ONCE(*target, val + operand);
+	else if (op == SRNIC_ATOMIC_WRITE ||
+		 (op == SRNIC_ATOMIC_CMP_SWAP && val == compare))
+		WRITE_ONCE(*target, operand);
+	spin_unlock(&srnic_atomic_lock);
+	kunmap_local(va);
+	srnic_mr_unmap_page(&map);
+	*orig = val;
+	return 0;
+}
+
 /**
  * srnic_atomic_execute() - compare & swap or fetch & add on 8 bytes of an MR
  * @mr: the target MR, referenced, its R_Key, access and bounds checked for
@@ -563,27 +612,9 @@ static int srnic_atomic_map(struct srnic_mr *mr, u64 iova,
 int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
 			 u64 swap_add, u64 compare, u64 *orig)
 {
-	struct srnic_mr_map map;
-	u64 *target, val;
-	void *va;
-	int err;
-
-	err = srnic_atomic_map(mr, iova, &map);
-	if (err)
-		return err;
-	va = kmap_local_page(map.page);
-	target = va + map.offset;
-	spin_lock(&srnic_atomic_lock);
-	val = READ_ONCE(*target);
-	if (!cmp_swap)
-		WRITE_ONCE(*target, val + swap_add);
-	else if (val == compare)
-		WRITE_ONCE(*target, swap_add);
-	spin_unlock(&srnic_atomic_lock);
-	kunmap_local(va);
-	srnic_mr_unmap_page(&map);
-	*orig = val;
-	return 0;
+	return srnic_atomic_apply(mr, iova, cmp_swap ? SRNIC_ATOMIC_CMP_SWAP :
+				  SRNIC_ATOMIC_FETCH_ADD, swap_add, compare,
+				  orig);
 }
 
 /**
@@ -602,20 +633,9 @@ int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
  */
 int srnic_atomic_write_execute(struct srnic_mr *mr, u64 iova, u64 value)
 {
-	struct srnic_mr_map map;
-	void *va;
-	int err;
+	u64 orig;
 
-	err = srnic_atomic_map(mr, iova, &map);
-	if (err)
-		return err;
-	va = kmap_local_page(map.page);
-	spin_lock(&srnic_atomic_lock);
-	WRITE_ONCE(*(u64 *)(va + map.offset), value);
-	spin_unlock(&srnic_atomic_lock);
-	kunmap_local(va);
-	srnic_mr_unmap_page(&map);
-	return 0;
+	return srnic_atomic_apply(mr, iova, SRNIC_ATOMIC_WRITE, value, 0, &orig);
 }
 
 /* Answer an atomic request: AETH (ACK) and the original value. */

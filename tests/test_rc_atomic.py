@@ -372,49 +372,64 @@ FAULTS = {
 }
 
 
-@pytest.mark.parametrize("fault", sorted(FAULTS))
-def test_fetch_add_exactly_once_under_faults(topology, fault):
-    """Fetch & adds in a window of 8 while packets are duplicated or
-    lost: the target ends at exactly their number, each saw its
-    predecessors' sum, and duplicates did reach the responder."""
+def fault_wire(topology):
+    """The topology, if fault injection can run on it (srnic at both ends
+    of the wire); skips the test otherwise."""
     if topology.id != "veth-two-netns" or topo_mod.KIND != "srnic":
         pytest.skip("fault injection needs srnic at both ends of the wire")
-    wire = topology
+    return topology
+
+
+def complete_in_order_under_faults(wire, fault, seed, side, total, window,
+                                   post):
+    """With FAULTS[fault]'s knobs set on both ends, post(i) posts WR i of
+    total on side's QP, at most window outstanding; each must complete
+    successfully and in order. Returns how many duplicate requests the
+    responder (end b) saw meanwhile."""
     a_knobs, b_knobs = FAULTS[fault]
-    # 4.096 us * 2^10 ~ 4 ms (srnic waits 10 ms at least): quick retries.
-    p = connected(wire, timeout=10)
-    n, window = 400, 8
+    before = harness.link_counters(wire.b)
     try:
-        target, results = p.b.mr(8, ACCESS_ATOMIC), p.a.mr(8 * n)
-        put_u64(target, 0)
-        before = harness.link_counters(wire.b)
-        injected_before = sum(injected(wire.a.name).values()) + \
-            sum(injected(wire.b.name).values())
         for end, knobs in ((wire.a, a_knobs), (wire.b, b_knobs)):
-            set_knobs(end.name, seed=1234, **knobs)
+            set_knobs(end.name, seed=seed, **knobs)
         posted = done = 0
-        while done < n:
-            while posted < n and posted - done < window:
-                p.a.qp.post_send(atomic_wr(posted, FAA,
-                                           (results, 8 * posted),
-                                           (target, 0), compare_add=1))
+        while done < total:
+            while posted < total and posted - done < window:
+                post(posted)
                 posted += 1
-            for wc in p.a.poll(1, timeout=60):
+            for wc in side.poll(1, timeout=60):
                 assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
                 assert wc.wr_id == done
                 done += 1
     finally:
         for end, knobs in ((wire.a, a_knobs), (wire.b, b_knobs)):
             set_knobs(end.name, **{k: 0 for k in knobs})
+    after = harness.link_counters(wire.b)
+    return after["rx_duplicate_requests"] - before["rx_duplicate_requests"]
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_fetch_add_exactly_once_under_faults(topology, fault):
+    """Fetch & adds in a window of 8 while packets are duplicated or
+    lost: the target ends at exactly their number, each saw its
+    predecessors' sum, and duplicates did reach the responder."""
+    wire = fault_wire(topology)
+    # 4.096 us * 2^10 ~ 4 ms (srnic waits 10 ms at least): quick retries.
+    p = connected(wire, timeout=10)
+    n = 400
     try:
+        target, results = p.b.mr(8, ACCESS_ATOMIC), p.a.mr(8 * n)
+        put_u64(target, 0)
+        injected_before = sum(injected(wire.a.name).values()) + \
+            sum(injected(wire.b.name).values())
+        dups = complete_in_order_under_faults(
+            wire, fault, 1234, p.a, n, 8,
+            lambda i: p.a.qp.post_send(atomic_wr(i, FAA, (results, 8 * i),
+                                                 (target, 0), compare_add=1)))
         assert u64(target) == n, "each fetch & add applied exactly once"
         assert [u64(results, 8 * i) for i in range(n)] == list(range(n))
         faults = sum(injected(wire.a.name).values()) + \
             sum(injected(wire.b.name).values())
         assert faults > injected_before, "no fault injected"
-        after = harness.link_counters(wire.b)
-        dups = after["rx_duplicate_requests"] - \
-            before["rx_duplicate_requests"]
         assert dups > 0, "no duplicate atomic reached the responder"
     finally:
         p.close()
@@ -623,43 +638,27 @@ def test_atomic_write_exactly_once_under_faults(topology, fault):
     packets are duplicated or lost: a duplicate ATOMIC WRITE is ACKed,
     never stored again, so each round's two fetch & adds see the value
     written and the value plus one."""
-    if topology.id != "veth-two-netns" or topo_mod.KIND != "srnic":
-        pytest.skip("fault injection needs srnic at both ends of the wire")
-    wire = topology
-    a_knobs, b_knobs = FAULTS[fault]
+    wire = fault_wire(topology)
     p = aw_connected(wire, timeout=10)
-    rounds, window = 100, 9
+    rounds = 100
     try:
         target, results = p.b.mr(8, ACCESS_ATOMIC), p.a.mr(16 * rounds)
         put_u64(target, 0)
-        before = harness.link_counters(wire.b)
-        for end, knobs in ((wire.a, a_knobs), (wire.b, b_knobs)):
-            set_knobs(end.name, seed=4321, **knobs)
-        posted = done = 0
-        while done < 3 * rounds:
-            while posted < 3 * rounds and posted - done < window:
-                r, k = divmod(posted, 3)
-                if k == 0:
-                    post_atomic_write(p.a, posted, target, 0, 1000 * r)
-                else:
-                    post_fetch_add(p.a, posted, target, 0, results,
-                                   16 * r + 8 * (k - 1), 1)
-                posted += 1
-            for wc in p.a.poll(1, timeout=60):
-                assert wc.status == e.IBV_WC_SUCCESS, status_name(wc.status)
-                assert wc.wr_id == done
-                done += 1
-    finally:
-        for end, knobs in ((wire.a, a_knobs), (wire.b, b_knobs)):
-            set_knobs(end.name, **{k: 0 for k in knobs})
-    try:
+
+        def post(i):
+            r, k = divmod(i, 3)
+            if k == 0:
+                post_atomic_write(p.a, i, target, 0, 1000 * r)
+            else:
+                post_fetch_add(p.a, i, target, 0, results,
+                               16 * r + 8 * (k - 1), 1)
+
+        dups = complete_in_order_under_faults(wire, fault, 4321, p.a,
+                                              3 * rounds, 9, post)
         got = [(u64(results, 16 * r), u64(results, 16 * r + 8))
                for r in range(rounds)]
         assert got == [(1000 * r, 1000 * r + 1) for r in range(rounds)]
         assert u64(target) == 1000 * (rounds - 1) + 2
-        after = harness.link_counters(wire.b)
-        dups = after["rx_duplicate_requests"] - \
-            before["rx_duplicate_requests"]
         assert dups > 0, "no duplicate request reached the responder"
     finally:
         p.close()
