@@ -21,15 +21,14 @@ first. The responder then counts rx_out_of_sequence, drops the message
 (rx_drop_uc_message) and the overtaken packets (rx_duplicate_requests),
 as UC must (Documentation/reliability.rst, "Sixth run": a third of the
 65539-byte WRITEs under the debug kernel). So the fixture turns on receive
-packet steering on every veth end (steer_flows_in_order()): a flow's
-packets then take one CPU's backlog whichever CPU sends them, as a NIC's
-RSS queue keeps them. Reordering itself is test_uc_loss.py's subject.
+packet steering on every veth end (topology.steer_flows_in_order()): a
+flow's packets then take one CPU's backlog whichever CPU sends them, as a
+NIC's RSS queue keeps them. Reordering itself is test_uc_loss.py's subject.
 
 Run against rxe to validate the suite: SRNIC_TEST_DEVICE_KIND=rxe.
 """
 import errno
 import itertools
-import os
 import random
 
 import pytest
@@ -39,6 +38,7 @@ import pyverbs.enums as e  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
 import harness  # noqa: E402
+import topology as topo_mod  # noqa: E402
 from perftools import run_pair  # noqa: E402
 from rc_verbs import (WC_TIMEOUT, RCPair, check_ok, check_send,  # noqa: E402
                       close_all, recv_wr, send_wr, sge)
@@ -59,16 +59,6 @@ def close_contexts():
     close_all()
 
 
-def steer_flows_in_order(topo):
-    """Receive packet steering (RPS) over every CPU on each end's netdev:
-    the backlog a received packet waits in is chosen by its flow's hash,
-    not by the CPU that sent it, so one QP's packets stay in order."""
-    mask = f"{(1 << os.cpu_count()) - 1:x}"
-    for end in {topo.a.name: topo.a, topo.b.name: topo.b}.values():
-        path = f"/sys/class/net/{end.netdev}/queues/rx-0/rps_cpus"
-        harness.run(*end.cmd("sh", "-c", f"echo {mask} > {path}"))
-
-
 UC_COUNTERS = ("rx_packets", "rx_out_of_sequence", "rx_duplicate_requests",
                "rx_drop_uc_message", "rx_drop_queue_full",
                "rx_drop_no_recv_wqe")
@@ -83,7 +73,7 @@ def uc_counters(end):
 
 @pytest.fixture
 def uc(topology):
-    steer_flows_in_order(topology)
+    topo_mod.steer_flows_in_order(topology)
     p = RCPair(topology, qp_type=e.IBV_QPT_UC)
     p.connect()
     yield p
