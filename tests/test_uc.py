@@ -12,6 +12,19 @@ Sizes stay at 64 packets or fewer: UC never sends anything again, so a
 burst that overflows a queue on the way (veth's backlog, rxe's) would be a
 real loss, which is test_uc_loss.py's subject, not this suite's.
 
+The suite's wire must also keep a QP's packets in order, as a link does:
+a veth does not by itself. veth's transmit hands each packet to the
+receive backlog of the CPU it is sent from (netif_rx()); a sending thread
+that moves to the other CPU in the middle of a message, while the first
+CPU's backlog waits for its ksoftirqd, has its later packets delivered
+first. The responder then counts rx_out_of_sequence, drops the message
+(rx_drop_uc_message) and the overtaken packets (rx_duplicate_requests),
+as UC must (Documentation/reliability.rst, "Sixth run": a third of the
+65539-byte WRITEs under the debug kernel). So the fixture turns on receive
+packet steering on every veth end (topology.steer_flows_in_order()): a
+flow's packets then take one CPU's backlog whichever CPU sends them, as a
+NIC's RSS queue keeps them. Reordering itself is test_uc_loss.py's subject.
+
 Run against rxe to validate the suite: SRNIC_TEST_DEVICE_KIND=rxe.
 """
 import errno
@@ -25,9 +38,10 @@ import pyverbs.enums as e  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
 import harness  # noqa: E402
+import topology as topo_mod  # noqa: E402
 from perftools import run_pair  # noqa: E402
-from rc_verbs import (RCPair, check_ok, check_send, close_all,  # noqa: E402
-                      recv_wr, send_wr, sge)
+from rc_verbs import (WC_TIMEOUT, RCPair, check_ok, check_send,  # noqa: E402
+                      close_all, recv_wr, send_wr, sge)
 from topology import topology  # noqa: E402,F401 (fixture)
 
 SIZES = [1, 63, 1024, 4097, 65536 + 3]
@@ -45,8 +59,21 @@ def close_contexts():
     close_all()
 
 
+UC_COUNTERS = ("rx_packets", "rx_out_of_sequence", "rx_duplicate_requests",
+               "rx_drop_uc_message", "rx_drop_queue_full",
+               "rx_drop_no_recv_wqe")
+
+
+def uc_counters(end):
+    """The counters that tell a lost, reordered or dropped UC message
+    (srnic's names; an rxe end has others: then none)."""
+    counters = harness.link_counters(end)
+    return {k: counters[k] for k in UC_COUNTERS if k in counters}
+
+
 @pytest.fixture
 def uc(topology):
+    topo_mod.steer_flows_in_order(topology)
     p = RCPair(topology, qp_type=e.IBV_QPT_UC)
     p.connect()
     yield p
@@ -79,6 +106,7 @@ def test_rdma_write(uc, size, imm):
     if imm:
         b.qp.post_recv(recv_wr(8, []))
     opcode = e.IBV_WR_RDMA_WRITE_WITH_IMM if imm else e.IBV_WR_RDMA_WRITE
+    before = uc_counters(b.end)
     a.qp.post_send(send_wr(2, opcode, [sge(src)],
                            imm=0x0badcafe if imm else 0, remote=(dst, 64)))
     check_ok(a.poll()[0], 2, e.IBV_WC_RDMA_WRITE)
@@ -87,9 +115,17 @@ def test_rdma_write(uc, size, imm):
         check_ok(wc, 8, e.IBV_WC_RECV_RDMA_WITH_IMM)
         assert wc.imm_data == 0x0badcafe
     else:
-        # No completion at the responder: wait for the bytes.
-        harness.wait_for(lambda: dst.read(size, 64) == data,
-                         what="the WRITE's bytes to land")
+        # No completion at the responder: wait for the bytes (as long as
+        # for a completion: SRNIC_TEST_WC_TIMEOUT).
+        try:
+            harness.wait_for(lambda: dst.read(size, 64) == data,
+                             timeout=WC_TIMEOUT,
+                             what="the WRITE's bytes to land")
+        except AssertionError as ex:
+            after = uc_counters(b.end)
+            raise AssertionError(
+                f"{ex}; {b.end.name} counters during the wait: "
+                f"{ {k: after[k] - before[k] for k in after} }") from ex
         assert not b.drain(settle=0.05)
     assert dst.read(size, 64) == data
     assert dst.read(64, 0) == guard

@@ -206,6 +206,21 @@ def build(topo_id, kind=KIND):
         raise
 
 
+def steer_flows_in_order(topo):
+    """Receive packet steering (RPS) over every CPU on each end's netdev:
+    the backlog a received packet waits in is then chosen by its flow's
+    hash, not by the CPU that sent it, so one QP's packets stay in order.
+    Without it a veth delivers from the sending CPU's backlog, and a sender
+    that moves to another CPU while the first one's backlog waits for
+    ksoftirqd overtakes its own earlier packets (the UC suites, which
+    cannot recover from that; Documentation/reliability.rst, "Sixth
+    run")."""
+    mask = f"{(1 << os.cpu_count()) - 1:x}"
+    for end in {topo.a.name: topo.a, topo.b.name: topo.b}.values():
+        path = f"/sys/class/net/{end.netdev}/queues/rx-0/rps_cpus"
+        harness.run(*end.cmd("sh", "-c", f"echo {mask} > {path}"))
+
+
 def teardown(topo, veth):
     if topo is not None:
         for name in topo.links:
