@@ -337,6 +337,41 @@ def check_ok(wc, wr_id, opcode, byte_len=None):
         assert wc.byte_len == byte_len
 
 
+def check_write(pair, data, imm, landed=None):
+    """An RDMA WRITE (with immediate data if imm) of data from pair.a to
+    byte 64 of a buffer of pair.b with 64 guard bytes on each side: the
+    requester's completion is right; with imm the responder's too (byte
+    count, immediate value), without it no completion comes, after
+    landed(dst, data) when given (a UC responder's bytes may still be on
+    their way when the requester completes); then the bytes are there and
+    nothing around them was written."""
+    a, b = pair.a, pair.b
+    size = len(data)
+    guard = bytes((i * 7 + 3) & 0xff for i in range(64))
+    src, dst = a.mr(size), b.mr(size + 128)
+    src.write(data, size)
+    dst.write(guard, 64, 0)
+    dst.write(guard, 64, 64 + size)
+    if imm:
+        b.qp.post_recv(recv_wr(8, []))
+    opcode = e.IBV_WR_RDMA_WRITE_WITH_IMM if imm else e.IBV_WR_RDMA_WRITE
+    a.qp.post_send(send_wr(2, opcode, [sge(src)],
+                           imm=0x0badcafe if imm else 0, remote=(dst, 64)))
+    check_ok(a.poll()[0], 2, e.IBV_WC_RDMA_WRITE)
+    if imm:
+        wc = b.poll()[0]
+        check_ok(wc, 8, e.IBV_WC_RECV_RDMA_WITH_IMM, size)
+        assert wc.wc_flags & e.IBV_WC_WITH_IMM
+        assert wc.imm_data == 0x0badcafe
+    else:
+        if landed:
+            landed(dst, data)
+        assert b.drain(settle=0.05) == []
+    assert dst.read(size, 64) == data
+    assert dst.read(64, 0) == guard, "written before the target range"
+    assert dst.read(64, 64 + size) == guard, "written after the target range"
+
+
 def check_send(pair, data, imm):
     """A SEND (with immediate data if imm) of data from pair.a into a
     receive WQE of pair.b: both completions are right, the receive's

@@ -19,8 +19,9 @@ import pyverbs.enums as e  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
 from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402
-                      RCPair, Side, check_ok, check_send, close_all,
-                      recv_wr, send_wr, sge, status_name, wc_text)
+                      RCPair, Side, check_ok, check_send, check_write,
+                      close_all, recv_wr, send_wr, sge, status_name,
+                      wc_text)
 import roce_packets as rp  # noqa: E402
 from harness import run, wait_for  # noqa: E402
 from topology import topology  # noqa: E402,F401 (fixture)
@@ -79,29 +80,7 @@ def test_send(rc, size, imm):
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("imm", [False, True], ids=["write", "write_imm"])
 def test_rdma_write(rc, size, imm):
-    a, b = rc.a, rc.b
-    data = payload(size)
-    guard = payload(64)
-    src, dst = a.mr(size), b.mr(size + 128)
-    src.write(data, size)
-    dst.write(guard, 64, 0)
-    dst.write(guard, 64, 64 + size)
-    if imm:
-        b.qp.post_recv(recv_wr(8, []))
-    opcode = e.IBV_WR_RDMA_WRITE_WITH_IMM if imm else e.IBV_WR_RDMA_WRITE
-    a.qp.post_send(send_wr(2, opcode, [sge(src)], imm=0x0badcafe if imm
-                           else 0, remote=(dst, 64)))
-    check_ok(a.poll()[0], 2, e.IBV_WC_RDMA_WRITE)
-    if imm:
-        wc = b.poll()[0]
-        check_ok(wc, 8, e.IBV_WC_RECV_RDMA_WITH_IMM, size)
-        assert wc.wc_flags & e.IBV_WC_WITH_IMM
-        assert wc.imm_data == 0x0badcafe
-    else:
-        assert b.drain() == []
-    assert dst.read(size, 64) == data
-    # Nothing written outside the target range.
-    assert dst.read(64, 0) == guard and dst.read(64, 64 + size) == guard
+    check_write(rc, payload(size), imm)
 
 
 @pytest.mark.parametrize("size", SIZES)

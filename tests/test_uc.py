@@ -41,7 +41,7 @@ import harness  # noqa: E402
 import topology as topo_mod  # noqa: E402
 from perftools import run_pair  # noqa: E402
 from rc_verbs import (WC_TIMEOUT, RCPair, check_ok, check_send,  # noqa: E402
-                      close_all, recv_wr, send_wr, sge)
+                      check_write, close_all, recv_wr, send_wr, sge)
 from topology import topology  # noqa: E402,F401 (fixture)
 
 SIZES = [1, 63, 1024, 4097, 65536 + 3]
@@ -96,29 +96,14 @@ def test_send(uc, size, imm):
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("imm", [False, True], ids=["write", "write_imm"])
 def test_rdma_write(uc, size, imm):
-    a, b = uc.a, uc.b
-    data = payload(size)
-    guard = payload(64)
-    src, dst = a.mr(size), b.mr(size + 128)
-    src.write(data, size)
-    dst.write(guard, 64, 0)
-    dst.write(guard, 64, 64 + size)
-    if imm:
-        b.qp.post_recv(recv_wr(8, []))
-    opcode = e.IBV_WR_RDMA_WRITE_WITH_IMM if imm else e.IBV_WR_RDMA_WRITE
+    b = uc.b
     before = uc_counters(b.end)
-    a.qp.post_send(send_wr(2, opcode, [sge(src)],
-                           imm=0x0badcafe if imm else 0, remote=(dst, 64)))
-    check_ok(a.poll()[0], 2, e.IBV_WC_RDMA_WRITE)
-    if imm:
-        wc = b.poll()[0]
-        check_ok(wc, 8, e.IBV_WC_RECV_RDMA_WITH_IMM)
-        assert wc.imm_data == 0x0badcafe
-    else:
+
+    def landed(dst, data):
         # No completion at the responder: wait for the bytes (as long as
         # for a completion: SRNIC_TEST_WC_TIMEOUT).
         try:
-            harness.wait_for(lambda: dst.read(size, 64) == data,
+            harness.wait_for(lambda: dst.read(len(data), 64) == data,
                              timeout=WC_TIMEOUT,
                              what="the WRITE's bytes to land")
         except AssertionError as ex:
@@ -126,10 +111,8 @@ def test_rdma_write(uc, size, imm):
             raise AssertionError(
                 f"{ex}; {b.end.name} counters during the wait: "
                 f"{ {k: after[k] - before[k] for k in after} }") from ex
-        assert not b.drain(settle=0.05)
-    assert dst.read(size, 64) == data
-    assert dst.read(64, 0) == guard
-    assert dst.read(64, 64 + size) == guard
+
+    check_write(uc, payload(size), imm, landed)
 
 
 @pytest.mark.parametrize("opcode", [e.IBV_WR_RDMA_READ,
@@ -239,6 +222,7 @@ def test_messages_in_order(uc):
 
 @pytest.mark.parametrize("size", [1, 4096])
 def test_uc_pingpong(topology, size, tmp_path):
+    topo_mod.steer_flows_in_order(topology)
     port = next(ports)
     iters = 100
 
