@@ -655,6 +655,23 @@ static void srnic_resp_send_atomic_ack(struct srnic_qp *qp, u32 psn, u64 orig)
 }
 
 /*
+ * The NAK of an atomic or ATOMIC WRITE that srnic_atomic_execute() or
+ * srnic_atomic_write_execute() refused with @err: -EINVAL (an address not
+ * 8-byte aligned, or not in the MR's pages) is an invalid request, an ODP
+ * fault a remote access error.
+ */
+static enum srnic_resp_verdict srnic_resp_atomic_failed(struct srnic_qp *qp,
+							const struct srnic_pkt *pkt,
+							int err)
+{
+	if (err == -EINVAL)
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
+	return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
+				IB_WC_REM_ACCESS_ERR);
+}
+
+/*
  * A compare & swap or fetch & add (IBTA 9.4.5): checked like rxe checks
  * it (QP access, a responder resource, R_Key and bounds, then alignment),
  * executed once, its original value saved in the next responder resource
@@ -691,12 +708,8 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 				   SRNIC_OP_CMP_SWAP,
 				   f.swap_add, f.compare, &orig);
 	srnic_mr_put(mr);
-	if (err == -EINVAL)
-		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
-					IB_WC_REM_INV_REQ_ERR);
 	if (err)
-		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
-					IB_WC_REM_ACCESS_ERR);
+		return srnic_resp_atomic_failed(qp, pkt, err);
 
 	replay = &resp->atomics[resp->atomic_next % slots];
 	resp->atomic_next = (resp->atomic_next + 1) % slots;
@@ -745,12 +758,8 @@ static enum srnic_resp_verdict srnic_resp_atomic_write(struct srnic_qp *qp,
 	memcpy(&value, skb->data + pkt->hdr_len, sizeof(value));
 	err = srnic_atomic_write_execute(mr, va, value);
 	srnic_mr_put(mr);
-	if (err == -EINVAL)
-		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
-					IB_WC_REM_INV_REQ_ERR);
 	if (err)
-		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
-					IB_WC_REM_ACCESS_ERR);
+		return srnic_resp_atomic_failed(qp, pkt, err);
 	resp->msn++;
 	return SRNIC_RESP_OK;
 }
