@@ -1044,7 +1044,10 @@ void srnic_net_put(struct net *net);
 void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 		     const struct srnic_pkt *pkt);
 enum srnic_counter srnic_rx_enqueue(struct srnic_qp *qp, struct sk_buff *skb,
-				    const struct srnic_pkt *pkt);
+				    const struct srnic_pkt *pkt,
+				    bool icrc_checked);
+bool srnic_rx_icrc_checked(struct srnic_qp *qp, struct sk_buff *skb);
+struct sk_buff *srnic_rx_dequeue(struct srnic_qp *qp);
 struct sk_buff *srnic_tx_alloc(struct srnic_dev *sdev,
 			       unsigned int transport_len, gfp_t gfp);
 int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
@@ -1379,7 +1382,10 @@ static inline bool srnic_wr_takes_rd_resource(u8 opcode)
 /* Bytes an atomic operates on, at an address aligned to as many. */
 #define SRNIC_ATOMIC_SIZE 8
 
-/* The parsed headers of a received packet queued to a QP (skb->cb). */
+/*
+ * The parsed headers of a received packet queued to a QP: skb->cb starts
+ * with them (struct srnic_rx_cb, srnic_net.c).
+ */
 static inline struct srnic_pkt *srnic_skb_pkt(struct sk_buff *skb)
 {
 	return (struct srnic_pkt *)skb->cb;

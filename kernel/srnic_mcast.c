@@ -279,7 +279,7 @@ void srnic_mcast_rx(struct srnic_dev *sdev, struct sk_buff *skb,
 			continue;
 		clone = skb_clone(skb, GFP_ATOMIC);
 		if (clone) {
-			drop = srnic_rx_enqueue(m->qp, clone, pkt);
+			drop = srnic_rx_enqueue(m->qp, clone, pkt, true);
 			if (drop == SRNIC_CNT_RX_PACKETS)
 				delivered = true;
 			else

@@ -85,24 +85,22 @@ static const struct skb_checksum_ops srnic_crc32_ops = {
 };
 
 /*
- * The ICRC over the packet whose transport headers start @bth_off bytes
- * into @skb (headers already pulled into the linear part) and run for
- * @len bytes, ICRC included.
+ * The ICRC of the packet at skb->data (its BTH; headers parsed into @pkt
+ * and already in the linear part), over its IP header too.
  */
-static bool srnic_icrc_ok(struct sk_buff *skb, int bth_off, int len,
-			  const struct srnic_pkt *pkt, bool ipv6)
+static bool srnic_icrc_ok(struct sk_buff *skb, const struct srnic_pkt *pkt)
 {
 	const u8 *l3 = skb_network_header(skb);
 	int body = pkt->payload_len + pkt->pad;
 	__le32 icrc;
 	u32 crc;
 
-	crc = srnic_icrc_headers(l3, ipv6, skb->data + bth_off, pkt->hdr_len);
-	crc = (__force u32)__skb_checksum(skb, bth_off + pkt->hdr_len, body,
+	crc = srnic_icrc_headers(l3, skb->protocol == htons(ETH_P_IPV6),
+				 skb->data, pkt->hdr_len);
+	crc = (__force u32)__skb_checksum(skb, pkt->hdr_len, body,
 					  (__force __wsum)crc,
 					  &srnic_crc32_ops);
-	if (skb_copy_bits(skb, bth_off + len - SRNIC_ICRC_SIZE, &icrc,
-			  sizeof(icrc)))
+	if (skb_copy_bits(skb, pkt->hdr_len + body, &icrc, sizeof(icrc)))
 		return false;
 	return srnic_icrc_finish(crc) == icrc;
 }
@@ -111,23 +109,19 @@ static bool srnic_icrc_ok(struct sk_buff *skb, int bth_off, int len,
  * The IP header must be one the ICRC is defined over: IPv4 without
  * options, or IPv6 with UDP as the next header.
  */
-static bool srnic_ip_ok(struct sk_buff *skb, bool *ipv6)
+static bool srnic_ip_ok(struct sk_buff *skb)
 {
-	if (skb->protocol == htons(ETH_P_IP)) {
-		*ipv6 = false;
+	if (skb->protocol == htons(ETH_P_IP))
 		return ip_hdr(skb)->ihl == SRNIC_IPV4_HDR_LEN / 4;
-	}
-	if (skb->protocol == htons(ETH_P_IPV6)) {
-		*ipv6 = true;
+	if (skb->protocol == htons(ETH_P_IPV6))
 		return ipv6_hdr(skb)->nexthdr == IPPROTO_UDP;
-	}
 	return false;
 }
 
 /*
- * Validate one packet for @sdev; on success the transport packet starts
- * at skb->data. Returns the counter explaining a drop, or
- * SRNIC_CNT_RX_PACKETS when the packet is good.
+ * Validate one packet for @sdev, all but its ICRC (srnic_rx_packet()); on
+ * success the transport packet starts at skb->data. Returns the counter
+ * explaining a drop, or SRNIC_CNT_RX_PACKETS when the packet is good.
  */
 static enum srnic_counter srnic_rx_validate(struct srnic_dev *sdev,
 					    struct sk_buff *skb,
@@ -135,9 +129,8 @@ static enum srnic_counter srnic_rx_validate(struct srnic_dev *sdev,
 {
 	enum srnic_parse_error perr;
 	unsigned int len;
-	bool ipv6;
 
-	if (!srnic_ip_ok(skb, &ipv6))
+	if (!srnic_ip_ok(skb))
 		return SRNIC_CNT_RX_DROP_BAD_IP;
 	if (!pskb_may_pull(skb, sizeof(struct udphdr)))
 		return SRNIC_CNT_RX_DROP_TOO_SHORT;
@@ -157,8 +150,6 @@ static enum srnic_counter srnic_rx_validate(struct srnic_dev *sdev,
 		return srnic_parse_drop_counter[perr];
 	if (pkt->pkey != SRNIC_DEFAULT_PKEY_FULL)
 		return SRNIC_CNT_RX_DROP_BAD_PKEY;
-	if (!srnic_icrc_ok(skb, sizeof(struct udphdr), len, pkt, ipv6))
-		return SRNIC_CNT_RX_DROP_BAD_ICRC;
 
 	__skb_pull(skb, sizeof(struct udphdr));
 	return SRNIC_CNT_RX_PACKETS;
@@ -222,6 +213,20 @@ static int srnic_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	return 0;
 }
 
+/* What a received packet queued to a QP carries in skb->cb. */
+struct srnic_rx_cb {
+	struct srnic_pkt pkt;		/* its parsed headers: srnic_skb_pkt() */
+	bool icrc_unchecked;		/* see srnic_rx_icrc_checked() */
+};
+
+static_assert(sizeof(struct srnic_rx_cb) <= sizeof_field(struct sk_buff, cb));
+static_assert(offsetof(struct srnic_rx_cb, pkt) == 0);
+
+static struct srnic_rx_cb *srnic_skb_rx_cb(struct sk_buff *skb)
+{
+	return (struct srnic_rx_cb *)skb->cb;
+}
+
 /**
  * srnic_rx_deliver() - validate a received datagram and dispatch it
  * @sdev: the receiving device
@@ -235,18 +240,85 @@ void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb)
 	struct srnic_pkt pkt;
 
 	verdict = srnic_rx_validate(sdev, skb, &pkt);
-	srnic_count(sdev, verdict);
 	if (verdict != SRNIC_CNT_RX_PACKETS) {
+		srnic_count(sdev, verdict);
 		kfree_skb(skb);
 		return;
 	}
 	srnic_rx_packet(sdev, skb, &pkt);	/* consumes skb */
 }
 
+/*
+ * Check the ICRC of a packet not queued to a QP, and count it: good
+ * (SRNIC_CNT_RX_PACKETS, then @verdict if that is a drop) or not.
+ */
+static bool srnic_rx_count_checked(struct srnic_dev *sdev,
+				   struct sk_buff *skb,
+				   const struct srnic_pkt *pkt,
+				   enum srnic_counter verdict)
+{
+	if (!srnic_icrc_ok(skb, pkt)) {
+		srnic_count(sdev, SRNIC_CNT_RX_DROP_BAD_ICRC);
+		return false;
+	}
+	srnic_count(sdev, SRNIC_CNT_RX_PACKETS);
+	if (verdict != SRNIC_CNT_RX_PACKETS)
+		srnic_count(sdev, verdict);
+	return verdict == SRNIC_CNT_RX_PACKETS;
+}
+
+/**
+ * srnic_rx_icrc_checked() - check the ICRC of a packet from a QP's queue
+ * @qp: the QP
+ * @skb: a packet srnic_rx_enqueue() queued to it
+ *
+ * A packet is queued before its ICRC is checked: the check, a pass over
+ * the whole packet, runs in the QP's engine task rather than in the
+ * softirq that received it (which a veth runs on the sending CPU, in the
+ * sender's engine thread). Checked once; counted then, as received or as
+ * dropped for its ICRC.
+ *
+ * Return: whether the packet is good; the caller frees a bad one.
+ * Context: @qp's task, or under its receive queue's lock.
+ */
+bool srnic_rx_icrc_checked(struct srnic_qp *qp, struct sk_buff *skb)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	struct srnic_rx_cb *cb = srnic_skb_rx_cb(skb);
+
+	if (!cb->icrc_unchecked)
+		return true;
+	cb->icrc_unchecked = false;
+	if (!srnic_icrc_ok(skb, &cb->pkt)) {
+		srnic_count(sdev, SRNIC_CNT_RX_DROP_BAD_ICRC);
+		return false;
+	}
+	srnic_count(sdev, SRNIC_CNT_RX_PACKETS);
+	return true;
+}
+
+/**
+ * srnic_rx_dequeue() - the next good packet of a QP's receive queue
+ * @qp: the QP
+ *
+ * Packets whose ICRC is wrong are counted and freed on the way.
+ *
+ * Return: the packet, or NULL when the queue is empty. Context: @qp's task.
+ */
+struct sk_buff *srnic_rx_dequeue(struct srnic_qp *qp)
+{
+	struct sk_buff *skb;
+
+	while ((skb = skb_dequeue(&qp->rxq))) {
+		if (srnic_rx_icrc_checked(qp, skb))
+			return skb;
+		kfree_skb(skb);
+	}
+	return NULL;
+}
+
 /* Received packets a QP may have waiting for its engine task. */
 #define SRNIC_RXQ_MAX 4096
-
-static_assert(sizeof(struct srnic_pkt) <= sizeof_field(struct sk_buff, cb));
 
 /*
  * Whether @qp takes @pkt: an opcode of the QP's type (XRC QPs: XRC
@@ -293,12 +365,15 @@ static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 /**
  * srnic_rx_packet() - hand a validated packet to its QP
  * @sdev: the receiving device
- * @skb: the packet, skb->data at the BTH; consumed
+ * @skb: the packet, skb->data at the BTH, all but its ICRC validated;
+ *	 consumed
  * @pkt: its parsed headers
  *
- * The packet is queued to the destination QP, whose engine task processes
- * it; packets for no QP, or one that cannot take them, are counted and
- * dropped. Context: softirq.
+ * The packet is queued to the destination QP, whose engine task checks
+ * its ICRC (srnic_rx_icrc_checked()) and processes it; packets for no
+ * QP, or one that cannot take them, have their ICRC checked here and are
+ * counted and dropped. Multicast packets are checked before they are
+ * copied to every member QP. Context: softirq.
  */
 void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 		     const struct srnic_pkt *pkt)
@@ -307,17 +382,21 @@ void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 	struct srnic_qp *qp;
 
 	if (pkt->dqpn == SRNIC_MCAST_QPN) {
-		srnic_mcast_rx(sdev, skb, pkt);
+		if (srnic_rx_count_checked(sdev, skb, pkt,
+					   SRNIC_CNT_RX_PACKETS))
+			srnic_mcast_rx(sdev, skb, pkt);
+		else
+			kfree_skb(skb);
 		return;
 	}
 	qp = srnic_qp_get_by_qpn(sdev, pkt->dqpn);
 	if (qp) {
-		verdict = srnic_rx_enqueue(qp, skb, pkt);
+		verdict = srnic_rx_enqueue(qp, skb, pkt, false);
 		srnic_qp_put(qp);
 		if (verdict == SRNIC_CNT_RX_PACKETS)
 			return;
 	}
-	srnic_count(sdev, verdict);
+	srnic_rx_count_checked(sdev, skb, pkt, verdict);
 	kfree_skb(skb);
 }
 
@@ -327,19 +406,25 @@ void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
  * @skb: the packet, skb->data at the BTH; queued on success, else left to
  *	 the caller
  * @pkt: its parsed headers
+ * @icrc_checked: the ICRC is checked and the packet counted already, else
+ *	the QP's task does both (srnic_rx_icrc_checked())
  *
  * Return: SRNIC_CNT_RX_PACKETS when queued, else the drop counter
  * (the QP does not take the packet, or its queue is full). Context: softirq.
  */
 enum srnic_counter srnic_rx_enqueue(struct srnic_qp *qp, struct sk_buff *skb,
-				    const struct srnic_pkt *pkt)
+				    const struct srnic_pkt *pkt,
+				    bool icrc_checked)
 {
+	struct srnic_rx_cb *cb = srnic_skb_rx_cb(skb);
+
 	if (!srnic_rx_qp_accepts(qp, skb, pkt))
 		return SRNIC_CNT_RX_DROP_BAD_QP;
 	if (skb_queue_len_lockless(&qp->rxq) >= SRNIC_RXQ_MAX ||
 	    skb_linearize(skb))
 		return SRNIC_CNT_RX_DROP_QUEUE_FULL;
-	memcpy(srnic_skb_pkt(skb), pkt, sizeof(*pkt));
+	cb->pkt = *pkt;
+	cb->icrc_unchecked = !icrc_checked;
 	skb_queue_tail(&qp->rxq, skb);
 	srnic_engine_task_schedule(&qp->task);
 	return SRNIC_CNT_RX_PACKETS;

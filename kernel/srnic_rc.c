@@ -1063,7 +1063,7 @@ static bool srnic_qp_rx(struct srnic_qp *qp)
 		/* READ responses go out before later requests are served. */
 		if (qp->resp.reading)
 			break;
-		skb = skb_dequeue(&qp->rxq);
+		skb = srnic_rx_dequeue(qp);
 		if (!skb)
 			break;
 		if (srnic_skb_pkt(skb)->flags & SRNIC_OPF_REQUEST)

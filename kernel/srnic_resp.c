@@ -864,17 +864,24 @@ bool srnic_resp_went_back(struct srnic_qp *qp)
 	struct srnic_resp *resp = &qp->resp;
 	struct sk_buff_head *q = &qp->rxq;
 	struct sk_buff *skb, *next, *dup = NULL;
-	struct sk_buff_head stale;
+	struct sk_buff_head stale, bad;
 	unsigned long flags;
 
 	__skb_queue_head_init(&stale);
+	__skb_queue_head_init(&bad);
 	spin_lock_irqsave(&q->lock, flags);
-	skb_queue_walk(q, skb) {
+	skb_queue_walk_safe(q, skb, next) {
 		const struct srnic_pkt *pkt = srnic_skb_pkt(skb);
 
 		if (((pkt->flags & SRNIC_OPF_READ) || pkt->atmeth) &&
 		    (pkt->flags & SRNIC_OPF_REQUEST) &&
 		    srnic_psn_cmp(pkt->psn, resp->epsn) < 0) {
+			/* Only a packet whose ICRC is right is believed. */
+			if (!srnic_rx_icrc_checked(qp, skb)) {
+				__skb_unlink(skb, q);
+				__skb_queue_tail(&bad, skb);
+				continue;
+			}
 			dup = skb;
 			break;
 		}
@@ -891,10 +898,14 @@ bool srnic_resp_went_back(struct srnic_qp *qp)
 		}
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
+	__skb_queue_purge(&bad);
 	if (!dup || (skb_queue_empty(&stale) && !resp->reading))
 		return false;
 
 	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_DROP_STALE);
+	/* Each was received, good or not: count it so. */
+	skb_queue_walk(&stale, skb)
+		srnic_rx_icrc_checked(qp, skb);
 	__skb_queue_purge(&stale);
 	if (resp->read_mr)
 		srnic_mr_put(resp->read_mr);

@@ -365,7 +365,7 @@ static bool srnic_ud_run(struct srnic_engine_task *task)
 	srnic_queue_set_need_wakeup(&qp->sq.ring, false);
 
 	for (budget = SRNIC_UD_RX_BUDGET; budget; budget--) {
-		skb = skb_dequeue(&qp->rxq);
+		skb = srnic_rx_dequeue(qp);
 		if (!skb)
 			break;
 		srnic_ud_rx(qp, skb);

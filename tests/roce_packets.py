@@ -27,6 +27,11 @@ def bth(opcode, dqpn, psn=0, pkey=0xFFFF, pad=0, tver=0, se=False,
                        (0x80000000 if ack_req else 0) | (psn & 0xFFFFFF))
 
 
+def deth(qkey, src_qpn):
+    """A DETH (UD): the Q_Key and the sender's QPN."""
+    return struct.pack(">II", qkey, src_qpn & 0xFFFFFF)
+
+
 def _ipv4_header(src, dst, payload_len, ihl=5):
     options = b"\x01" * (4 * (ihl - 5))  # NOPs
     return struct.pack(">BBHHHBBH4s4s", 0x40 | ihl, 0, 4 * ihl + payload_len,

@@ -5,6 +5,7 @@ sockets, and every malformed RoCEv2 packet dropped and counted by reason
 """
 import json
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -82,6 +83,49 @@ def test_each_malformed_packet_dropped_and_counted(peer, ipv6):
         valid = counter == "rx_drop_no_qp"
         assert changed == ({counter, "rx_packets"} if valid else {counter}), \
             (what, changed)
+
+
+@pytest.mark.parametrize("ipv6", [False, True], ids=["ipv4", "ipv6"])
+def test_bad_icrc_for_a_live_qp_dropped_by_its_task(peer, ipv6):
+    """A packet for a QP that takes it is queued before its ICRC is
+    checked: the QP's engine task checks it (a pass over the whole packet,
+    kept out of the receiving softirq). One with a wrong ICRC must still be
+    dropped and counted there, completing nothing; the same datagram with
+    its ICRC right is received whole."""
+    import pyverbs.enums as e
+    from rc_verbs import close_all, recv_wr, sge
+    from ud_verbs import GRH, QKEY, UDSide
+
+    src, dst = (PEER6, LOCAL6) if ipv6 else (PEER4, LOCAL4)
+    try:
+        side = UDSide(SimpleNamespace(name="srnic0"))
+        side.to_rts()
+        mr = side.mr(GRH + 64)
+        side.qp.post_recv(recv_wr(1, [sge(mr)]))
+        payload = bytes(range(64))
+        transport = (rp.bth(rp.UD_SEND_ONLY, side.qp.qp_num) +
+                     rp.deth(QKEY, 0x99) + payload)
+
+        before = counters("srnic0")
+        send_from_peer(src, dst, transport, "bad-icrc")
+        wait_for(lambda: counters("srnic0")["rx_drop_bad_icrc"] >
+                 before["rx_drop_bad_icrc"], what="the bad ICRC counted")
+        after = counters("srnic0")
+        changed = {k for k in after if after[k] != before[k]}
+        assert changed == {"rx_drop_bad_icrc"}, (before, after)
+        assert side.drain(settle=0.2) == [], "a bad ICRC completed"
+
+        send_from_peer(src, dst, transport)
+        wc, = side.poll(1)
+        assert wc.status == e.IBV_WC_SUCCESS and wc.wr_id == 1, wc
+        assert wc.byte_len == GRH + len(payload), wc.byte_len
+        assert wc.src_qp == 0x99, wc.src_qp
+        assert mr.read(len(payload), GRH) == payload
+        final = counters("srnic0")
+        assert final["rx_packets"] == after["rx_packets"] + 1, (after, final)
+        assert final["rx_drop_bad_icrc"] == after["rx_drop_bad_icrc"]
+    finally:
+        close_all()  # the device cannot go while a context is open
 
 
 @pytest.mark.parametrize("ipv6", [False, True], ids=["ipv4", "ipv6"])
