@@ -1270,6 +1270,11 @@ int srnic_rq_take_fit(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe,
 		      u64 len);
 int srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 		      u32 len);
+int srnic_pkt_scatter(const struct sk_buff *skb, const struct srnic_pkt *pkt,
+		      const struct srnic_sgl *sgl, u64 offset);
+int srnic_pkt_copy_to_mr(const struct sk_buff *skb,
+			 const struct srnic_pkt *pkt, struct srnic_mr *mr,
+			 u64 iova);
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);
 bool srnic_req_fetch(struct srnic_qp *qp);
 bool srnic_req_retire(struct srnic_qp *qp);

@@ -420,8 +420,13 @@ enum srnic_counter srnic_rx_enqueue(struct srnic_qp *qp, struct sk_buff *skb,
 
 	if (!srnic_rx_qp_accepts(qp, skb, pkt))
 		return SRNIC_CNT_RX_DROP_BAD_QP;
+	/*
+	 * Payload in page fragments stays there (srnic's own packets carry
+	 * the sender's pages: srnic_tx_attach(), srnic_pkt_scatter()); a
+	 * frag list is made linear.
+	 */
 	if (skb_queue_len_lockless(&qp->rxq) >= SRNIC_RXQ_MAX ||
-	    skb_linearize(skb))
+	    (skb_has_frag_list(skb) && skb_linearize(skb)))
 		return SRNIC_CNT_RX_DROP_QUEUE_FULL;
 	cb->pkt = *pkt;
 	cb->icrc_unchecked = !icrc_checked;
@@ -619,6 +624,30 @@ static int srnic_tx_local(struct srnic_dev *sdev, struct sk_buff *skb,
 	return 0;
 }
 
+/*
+ * Room for the ICRC after a payload attached as page fragments
+ * (srnic_tx_attach()): a small fragment of its own, as nothing can follow
+ * fragments in the linear part.
+ */
+static __le32 *srnic_tx_put_icrc_frag(struct sk_buff *skb)
+{
+	unsigned int i = skb_shinfo(skb)->nr_frags;
+	struct page *page;
+	void *data;
+
+	if (i >= MAX_SKB_FRAGS)
+		return NULL;
+	data = netdev_alloc_frag(SMP_CACHE_BYTES);
+	if (!data)
+		return NULL;
+	page = virt_to_head_page(data);
+	skb_fill_page_desc(skb, i, page, data - page_address(page),
+			   SRNIC_ICRC_SIZE);
+	skb_len_add(skb, SRNIC_ICRC_SIZE);
+	skb->truesize += SMP_CACHE_BYTES - SRNIC_ICRC_SIZE;
+	return data;
+}
+
 /**
  * srnic_tx_send() - checksum, encapsulate and send one packet
  * @sdev: the sending device
@@ -649,7 +678,14 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 		}
 	}
 
-	icrc = skb_put(skb, SRNIC_ICRC_SIZE);
+	icrc = skb_is_nonlinear(skb) ? srnic_tx_put_icrc_frag(skb) :
+				       skb_put(skb, SRNIC_ICRC_SIZE);
+	if (!icrc) {
+		if (dst)
+			dst_release(dst);
+		kfree_skb(skb);
+		return -ENOMEM;
+	}
 	srnic_push_udp(skb, path);
 	if (path->ipv6)
 		srnic_push_ipv6(skb, path);
@@ -660,9 +696,12 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 	crc = srnic_icrc_headers(skb_network_header(skb), path->ipv6,
 				 skb_transport_header(skb) +
 				 sizeof(struct udphdr), transport_hdr_len);
-	crc = srnic_payload_crc32(crc, skb_transport_header(skb) +
-				  sizeof(struct udphdr) + transport_hdr_len,
-				  transport_len - transport_hdr_len);
+	crc = (__force u32)__skb_checksum(skb, skb_transport_offset(skb) +
+					  sizeof(struct udphdr) +
+					  transport_hdr_len,
+					  transport_len - transport_hdr_len,
+					  (__force __wsum)crc,
+					  &srnic_crc32_ops);
 	*icrc = srnic_icrc_finish(crc);
 
 	if (!dst)

@@ -937,6 +937,194 @@ int srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 	return srnic_sgl_xfer(sgl, offset, (u8 *)src, len, true);
 }
 
+/*
+ * Call @fn for each contiguous piece of the payload of the received packet
+ * @skb (parsed into @pkt: its headers linear at skb->data), in order, with
+ * the piece's offset in the payload. A packet need not be linear: one
+ * srnic sent carries its payload as fragments of the sender's pages
+ * (srnic_tx_attach()), which a veth or local delivery hands over as they
+ * are, as NICs with paged receive buffers do (srnic_rx_enqueue()
+ * linearises only frag lists).
+ * Returns 0, @fn's first non-zero return, or -EFAULT if the payload is
+ * not all there (the validated lengths rule that out).
+ */
+static int srnic_pkt_payload_walk(const struct sk_buff *skb,
+				  const struct srnic_pkt *pkt,
+				  int (*fn)(void *ctx, u32 off, const u8 *buf,
+					    u32 len),
+				  void *ctx)
+{
+	unsigned int headlen = skb_headlen(skb), i;
+	u32 at = pkt->hdr_len, len = pkt->payload_len, done = 0, pos;
+	int err;
+
+	if (at < headlen) {
+		done = min(headlen - at, len);
+		err = fn(ctx, 0, skb->data + at, done);
+		if (err)
+			return err;
+	}
+	pos = headlen;
+	for (i = 0; i < skb_shinfo(skb)->nr_frags && done < len; i++) {
+		const skb_frag_t *frag = &skb_shinfo(skb)->frags[i];
+		u32 size = skb_frag_size(frag), start, n;
+
+		if (at + done < pos + size) {
+			start = at + done - pos;
+			n = min(size - start, len - done);
+			err = fn(ctx, done,
+				 (const u8 *)skb_frag_address(frag) + start, n);
+			if (err)
+				return err;
+			done += n;
+		}
+		pos += size;
+	}
+	return done == len ? 0 : -EFAULT;
+}
+
+struct srnic_pkt_sink {
+	const struct srnic_sgl *sgl;
+	struct srnic_mr *mr;
+	u64 offset;		/* in @sgl, or the iova in @mr */
+};
+
+static int srnic_pkt_sink_piece(void *ctx, u32 off, const u8 *buf, u32 len)
+{
+	const struct srnic_pkt_sink *sink = ctx;
+
+	if (sink->sgl)
+		return srnic_sgl_scatter(sink->sgl, sink->offset + off, buf,
+					 len);
+	return srnic_mr_copy_to(sink->mr, sink->offset + off, buf, len);
+}
+
+/**
+ * srnic_pkt_scatter() - copy a received packet's payload into an SGL
+ * @skb: the packet, skb->data at the BTH
+ * @pkt: its parsed headers
+ * @sgl: the destination, resolved; the caller checked that @offset plus
+ *	 the payload fits
+ * @offset: byte offset in @sgl of the payload's first byte
+ *
+ * Return: as srnic_sgl_scatter().
+ */
+int srnic_pkt_scatter(const struct sk_buff *skb, const struct srnic_pkt *pkt,
+		      const struct srnic_sgl *sgl, u64 offset)
+{
+	struct srnic_pkt_sink sink = { .sgl = sgl, .offset = offset };
+
+	if (likely(skb_headlen(skb) >= pkt->hdr_len + pkt->payload_len))
+		return srnic_sgl_scatter(sgl, offset, skb->data + pkt->hdr_len,
+					 pkt->payload_len);
+	return srnic_pkt_payload_walk(skb, pkt, srnic_pkt_sink_piece, &sink);
+}
+
+/**
+ * srnic_pkt_copy_to_mr() - copy a received packet's payload into an MR
+ * @skb: the packet, skb->data at the BTH
+ * @pkt: its parsed headers
+ * @mr: the destination MR, referenced, bounds and access checked
+ * @iova: where the payload's first byte goes
+ *
+ * Return: as srnic_mr_copy_to().
+ */
+int srnic_pkt_copy_to_mr(const struct sk_buff *skb,
+			 const struct srnic_pkt *pkt, struct srnic_mr *mr,
+			 u64 iova)
+{
+	struct srnic_pkt_sink sink = { .mr = mr, .offset = iova };
+
+	if (likely(skb_headlen(skb) >= pkt->hdr_len + pkt->payload_len))
+		return srnic_mr_copy_to(mr, iova, skb->data + pkt->hdr_len,
+					pkt->payload_len);
+	return srnic_pkt_payload_walk(skb, pkt, srnic_pkt_sink_piece, &sink);
+}
+
+/*
+ * Payloads this long or longer, of a multiple of 4 bytes (no pad), leave
+ * as fragments of their own pages (srnic_tx_attach()) rather than copied
+ * into the packet.
+ */
+#define SRNIC_TX_ATTACH_MIN 1024
+
+/*
+ * Attach the pages of [@iova, @iova + @len) of @mr to @skb as fragments,
+ * each referenced for the skb (which may outlive the MR: the pages then
+ * stay until the packet is freed); with @skb NULL only count them.
+ * Returns the number of fragments, -EOPNOTSUPP for an MR that is not of
+ * pinned user pages (ODP pages may go, a kernel MR's memory may be slab),
+ * or -EFAULT.
+ */
+static int srnic_tx_attach_mr(struct srnic_mr *mr, u64 iova, u32 len,
+			      struct sk_buff *skb)
+{
+	int frags = 0;
+
+	if (!mr || mr->type != SRNIC_MR_USER)
+		return -EOPNOTSUPP;
+	while (len) {
+		unsigned int off;
+		struct page *page = srnic_mr_iova_to_page(mr, iova, &off);
+		u32 n;
+
+		if (!page)
+			return -EFAULT;
+		n = min_t(u32, len, PAGE_SIZE - off);
+		if (skb) {
+			get_page(page);
+			skb_fill_page_desc(skb, skb_shinfo(skb)->nr_frags,
+					   page, off, n);
+			skb_len_add(skb, n);
+		}
+		frags++;
+		iova += n;
+		len -= n;
+	}
+	return frags;
+}
+
+/*
+ * Attach the payload @txd describes to @skb as page fragments, without a
+ * copy, or with @skb NULL count the fragments that takes. Returns the
+ * count, or a negative errno when the payload cannot be attached (the
+ * caller copies it then).
+ *
+ * User space can write the pages while the packet is on its way
+ * (SKBFL_SHARED_FRAG tells the stack not to write them in place): that
+ * breaks only the packet's ICRC, computed when it was built, and the
+ * receiver drops it, as rewriting a buffer under a hardware NIC's DMA
+ * only garbles the application's own message.
+ */
+static int srnic_tx_attach(const struct srnic_txd *txd, struct sk_buff *skb)
+{
+	u64 offset = txd->offset;
+	u32 len = txd->len;
+	unsigned int i;
+	int frags = 0;
+
+	if (!txd->sgl)
+		return srnic_tx_attach_mr(txd->mr, offset, len, skb);
+	for (i = 0; i < txd->sgl->num && len; i++) {
+		const struct srnic_seg *seg = &txd->sgl->seg[i];
+		u32 n;
+		int err;
+
+		if (offset >= seg->len) {
+			offset -= seg->len;
+			continue;
+		}
+		n = min_t(u64, seg->len - offset, len);
+		err = srnic_tx_attach_mr(seg->mr, seg->iova + offset, n, skb);
+		if (err < 0)
+			return err;
+		frags += err;
+		len -= n;
+		offset = 0;
+	}
+	return len ? -EFAULT : frags;
+}
+
 /**
  * srnic_rc_tx() - build one packet of the QP (RC, UC, XRC with XRCETH, or
  * UD with DETH) and send it
@@ -958,10 +1146,17 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 	u32 dqpn = flags & SRNIC_HDR_DETH ? txd->dqpn : qp->attrs.dest_qp_num;
 	struct srnic_bth *bth;
 	struct sk_buff *skb;
+	bool attach = false;
 	u8 *p;
 	int err;
 
-	skb = srnic_tx_alloc(sdev, hdr_len + txd->len + pad, GFP_KERNEL);
+	/* One fragment stays free for the ICRC (srnic_tx_send()). */
+	if (txd->len >= SRNIC_TX_ATTACH_MIN && !pad) {
+		err = srnic_tx_attach(txd, NULL);
+		attach = err > 0 && err < MAX_SKB_FRAGS;
+	}
+	skb = srnic_tx_alloc(sdev, hdr_len + (attach ? 0 : txd->len + pad),
+			     GFP_KERNEL);
 	if (!skb) {
 		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
 		return -ENOMEM;
@@ -1022,7 +1217,10 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 		srnic_ieth_put((struct srnic_ieth *)p, txd->inv_rkey);
 		p += sizeof(struct srnic_ieth);
 	}
-	if (txd->len) {
+	if (attach) {
+		srnic_tx_attach(txd, skb);	/* counted above: cannot fail */
+		skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
+	} else if (txd->len) {
 		if (txd->sgl)
 			err = srnic_sgl_xfer(txd->sgl, txd->offset, p,
 					     txd->len, false);
@@ -1035,8 +1233,8 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 			srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
 			return -EFAULT;
 		}
+		memset(p + txd->len, 0, pad);
 	}
-	memset(p + txd->len, 0, pad);
 
 	err = srnic_tx_send(sdev, skb, txd->path ? txd->path : &qp->path,
 			    hdr_len);

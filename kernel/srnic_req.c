@@ -686,8 +686,7 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 	    (!last && !pkt->payload_len))
 		return false;
 
-	if (srnic_sgl_scatter(&req->read_sgl, req->read_offset,
-			      skb->data + pkt->hdr_len, pkt->payload_len)) {
+	if (srnic_pkt_scatter(skb, pkt, &req->read_sgl, req->read_offset)) {
 		/* An ODP page of the READ's buffers the process lacks. */
 		srnic_sgl_put(&req->read_sgl);
 		req->read_sgl_index = 0;

@@ -364,8 +364,7 @@ static enum srnic_resp_verdict srnic_resp_send(struct srnic_qp *qp,
 	if (resp->offset + pkt->payload_len > resp->sgl.len)
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_LOC_LEN_ERR);
-	if (srnic_sgl_scatter(&resp->sgl, resp->offset,
-			      skb->data + pkt->hdr_len, pkt->payload_len))
+	if (srnic_pkt_scatter(skb, pkt, &resp->sgl, resp->offset))
 		/* An ODP page of the receive buffers the process lacks. */
 		return srnic_resp_fatal(qp, pkt,
 					SRNIC_NAK_REMOTE_OPERATIONAL_ERROR,
@@ -447,8 +446,8 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 	}
 	/* An ODP page the process lacks: as for a bad R_Key. */
 	if (pkt->payload_len &&
-	    srnic_mr_copy_to(resp->write_mr, resp->write_va + resp->offset,
-			     skb->data + pkt->hdr_len, pkt->payload_len))
+	    srnic_pkt_copy_to_mr(skb, pkt, resp->write_mr,
+				 resp->write_va + resp->offset))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
 					IB_WC_REM_ACCESS_ERR);
 	resp->offset += pkt->payload_len;
@@ -755,7 +754,9 @@ static enum srnic_resp_verdict srnic_resp_atomic_write(struct srnic_qp *qp,
 	if (IS_ERR(mr))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
 					IB_WC_REM_ACCESS_ERR);
-	memcpy(&value, skb->data + pkt->hdr_len, sizeof(value));
+	if (skb_copy_bits(skb, pkt->hdr_len, &value, sizeof(value)))
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
 	err = srnic_atomic_write_execute(mr, va, value);
 	srnic_mr_put(mr);
 	if (err)

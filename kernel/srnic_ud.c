@@ -238,9 +238,7 @@ static void srnic_ud_rx(struct srnic_qp *qp, struct sk_buff *skb)
 		srnic_ud_grh(skb, grh);
 		/* An ODP page the process lacks fails the receive. */
 		if (srnic_sgl_scatter(sgl, 0, grh, SRNIC_GRH_SIZE) ||
-		    srnic_sgl_scatter(sgl, SRNIC_GRH_SIZE,
-				      skb->data + pkt->hdr_len,
-				      pkt->payload_len))
+		    srnic_pkt_scatter(skb, pkt, sgl, SRNIC_GRH_SIZE))
 			status = IB_WC_LOC_PROT_ERR;
 		srnic_sgl_put(sgl);
 	}

@@ -153,7 +153,7 @@ class Sgl(list):
         super().__init__()
         self.parts, pos = [], 0
         for i, n in enumerate(lengths):
-            mr = side.mr(n + 16)
+            mr = side.mr(n + 16 + i)  # room for the offset 3 + i
             if data is not None:
                 mr.write(data[pos:pos + n], n, 3 + i)
             self.append(sge(mr, 3 + i, n))
@@ -197,6 +197,27 @@ def test_write_multi_sge(rc):
     a.qp.post_send(send_wr(22, e.IBV_WR_RDMA_WRITE, src, remote=(dst, 0)))
     check_ok(a.poll()[0], 22, e.IBV_WC_RDMA_WRITE)
     assert dst.read(len(data), 0) == data
+
+
+def test_write_gathered_from_many_pieces(topology):
+    """A WRITE gathered from more pieces than a packet takes as page
+    fragments (srnic attaches a packet's payload as fragments of the
+    sender's pages when it needs fewer than 17, and copies it otherwise:
+    32 SGEs of 40 bytes, one 1 KiB packet of 26 pieces), and one of a few
+    SGEs straddling pages, each at an odd offset (attached): the bytes
+    arrive in order."""
+    p = connected(topology, a_kw={"max_send_sge": 32})
+    a, b = p.a, p.b
+    cases = ((30, [40] * min(32, a.cap.max_send_sge)),
+             (31, [5000, 3000, 4100][:a.cap.max_send_sge]))
+    for wr_id, lengths in cases:
+        data = payload(sum(lengths))
+        src = sgl_of(a, lengths, data)
+        dst = b.mr(len(data) + 5)
+        a.qp.post_send(send_wr(wr_id, e.IBV_WR_RDMA_WRITE, src,
+                               remote=(dst, 5)))
+        check_ok(a.poll()[0], wr_id, e.IBV_WC_RDMA_WRITE)
+        assert dst.read(len(data), 5) == data, lengths
 
 
 def test_read_multi_sge(rc):
