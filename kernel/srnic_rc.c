@@ -937,22 +937,37 @@ int srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 	return srnic_sgl_xfer(sgl, offset, (u8 *)src, len, true);
 }
 
+/* Where a received packet's payload goes: an SGL, or an MR. */
+struct srnic_pkt_sink {
+	const struct srnic_sgl *sgl;
+	struct srnic_mr *mr;
+	u64 offset;		/* in @sgl, or the iova in @mr */
+};
+
+/* Copy @len bytes at @buf to @sink, @off bytes into the payload. */
+static int srnic_pkt_sink_put(const struct srnic_pkt_sink *sink, u32 off,
+			      const u8 *buf, u32 len)
+{
+	if (sink->sgl)
+		return srnic_sgl_scatter(sink->sgl, sink->offset + off, buf,
+					 len);
+	return srnic_mr_copy_to(sink->mr, sink->offset + off, buf, len);
+}
+
 /*
- * Call @fn for each contiguous piece of the payload of the received packet
- * @skb (parsed into @pkt: its headers linear at skb->data), in order, with
- * the piece's offset in the payload. A packet need not be linear: one
- * srnic sent carries its payload as fragments of the sender's pages
- * (srnic_tx_attach()), which a veth or local delivery hands over as they
- * are, as NICs with paged receive buffers do (srnic_rx_enqueue()
- * linearises only frag lists).
- * Returns 0, @fn's first non-zero return, or -EFAULT if the payload is
- * not all there (the validated lengths rule that out).
+ * Copy the payload of the received packet @skb (parsed into @pkt: its
+ * headers linear at skb->data) to @sink, contiguous piece by piece. A
+ * packet need not be linear: one srnic sent carries its payload as
+ * fragments of the sender's pages (srnic_tx_attach()), which a veth or
+ * local delivery hands over as they are, as NICs with paged receive
+ * buffers do (srnic_rx_enqueue() linearises only frag lists); a linear
+ * packet is one piece. Returns 0, the copy's errno (a failed ODP fault),
+ * or -EFAULT if the payload is not all there (the validated lengths rule
+ * that out).
  */
-static int srnic_pkt_payload_walk(const struct sk_buff *skb,
-				  const struct srnic_pkt *pkt,
-				  int (*fn)(void *ctx, u32 off, const u8 *buf,
-					    u32 len),
-				  void *ctx)
+static int srnic_pkt_copy_out(const struct sk_buff *skb,
+			      const struct srnic_pkt *pkt,
+			      const struct srnic_pkt_sink *sink)
 {
 	unsigned int headlen = skb_headlen(skb), i;
 	u32 at = pkt->hdr_len, len = pkt->payload_len, done = 0, pos;
@@ -960,7 +975,7 @@ static int srnic_pkt_payload_walk(const struct sk_buff *skb,
 
 	if (at < headlen) {
 		done = min(headlen - at, len);
-		err = fn(ctx, 0, skb->data + at, done);
+		err = srnic_pkt_sink_put(sink, 0, skb->data + at, done);
 		if (err)
 			return err;
 	}
@@ -972,8 +987,9 @@ static int srnic_pkt_payload_walk(const struct sk_buff *skb,
 		if (at + done < pos + size) {
 			start = at + done - pos;
 			n = min(size - start, len - done);
-			err = fn(ctx, done,
-				 (const u8 *)skb_frag_address(frag) + start, n);
+			err = srnic_pkt_sink_put(sink, done,
+						 (const u8 *)skb_frag_address(frag) +
+						 start, n);
 			if (err)
 				return err;
 			done += n;
@@ -981,22 +997,6 @@ static int srnic_pkt_payload_walk(const struct sk_buff *skb,
 		pos += size;
 	}
 	return done == len ? 0 : -EFAULT;
-}
-
-struct srnic_pkt_sink {
-	const struct srnic_sgl *sgl;
-	struct srnic_mr *mr;
-	u64 offset;		/* in @sgl, or the iova in @mr */
-};
-
-static int srnic_pkt_sink_piece(void *ctx, u32 off, const u8 *buf, u32 len)
-{
-	const struct srnic_pkt_sink *sink = ctx;
-
-	if (sink->sgl)
-		return srnic_sgl_scatter(sink->sgl, sink->offset + off, buf,
-					 len);
-	return srnic_mr_copy_to(sink->mr, sink->offset + off, buf, len);
 }
 
 /**
@@ -1012,12 +1012,9 @@ static int srnic_pkt_sink_piece(void *ctx, u32 off, const u8 *buf, u32 len)
 int srnic_pkt_scatter(const struct sk_buff *skb, const struct srnic_pkt *pkt,
 		      const struct srnic_sgl *sgl, u64 offset)
 {
-	struct srnic_pkt_sink sink = { .sgl = sgl, .offset = offset };
+	const struct srnic_pkt_sink sink = { .sgl = sgl, .offset = offset };
 
-	if (likely(skb_headlen(skb) >= pkt->hdr_len + pkt->payload_len))
-		return srnic_sgl_scatter(sgl, offset, skb->data + pkt->hdr_len,
-					 pkt->payload_len);
-	return srnic_pkt_payload_walk(skb, pkt, srnic_pkt_sink_piece, &sink);
+	return srnic_pkt_copy_out(skb, pkt, &sink);
 }
 
 /**
@@ -1033,12 +1030,9 @@ int srnic_pkt_copy_to_mr(const struct sk_buff *skb,
 			 const struct srnic_pkt *pkt, struct srnic_mr *mr,
 			 u64 iova)
 {
-	struct srnic_pkt_sink sink = { .mr = mr, .offset = iova };
+	const struct srnic_pkt_sink sink = { .mr = mr, .offset = iova };
 
-	if (likely(skb_headlen(skb) >= pkt->hdr_len + pkt->payload_len))
-		return srnic_mr_copy_to(mr, iova, skb->data + pkt->hdr_len,
-					pkt->payload_len);
-	return srnic_pkt_payload_walk(skb, pkt, srnic_pkt_sink_piece, &sink);
+	return srnic_pkt_copy_out(skb, pkt, &sink);
 }
 
 /*
