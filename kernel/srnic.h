@@ -136,6 +136,7 @@ enum srnic_counter {
 	SRNIC_CNT_RX_DROP_BAD_QKEY,	/* UD: Q_Key not the QP's */
 	SRNIC_CNT_RX_DROP_NO_RECV_WQE,	/* UD, UC: no receive WQE posted */
 	SRNIC_CNT_RX_DROP_UC,		/* UC: packets of messages dropped */
+	SRNIC_CNT_DIRECT_WINDOWS,	/* direct windows granted */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -315,6 +316,10 @@ struct srnic_dev {
 	struct xarray ah_table;
 	u32 ah_next;
 	struct srnic_fault fault;
+	spinlock_t direct_lock;		/* the two lists below */
+	struct list_head direct_windows;
+	struct list_head direct_dead;
+	struct work_struct direct_reap;
 	struct list_head mcast_list;
 	spinlock_t mcast_lock;	/* with RTNL, guards changes of mcast_list */
 	u64 max_dm_size;
@@ -407,6 +412,7 @@ enum srnic_key_kind {
  * @users: one for the registration, one per in-flight access
  * @released: completed when @users drops to zero; dereg_mr waits for it
  * @rcu: the struct is freed after a grace period (lookups run under RCU)
+ * @owner_cred: credentials of the registering process (direct windows)
  *
  * Everything but @users is written before the MR is published in
  * mr_table and never changes while it is there (rereg_mr publishes a
@@ -435,6 +441,7 @@ struct srnic_mr {
 	refcount_t users;
 	struct completion released;
 	struct rcu_head rcu;
+	const struct cred *owner_cred;
 };
 
 /* The states of a memory window (IBTA 10.6.7). */
@@ -915,6 +922,7 @@ struct srnic_qp {
 	atomic_t last_wqe_pending;
 	struct srnic_xrcd *xrcd;
 	atomic_t wire_reset;
+	u32 direct_windows;	/* windows it posts through; direct_lock */
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
@@ -1105,6 +1113,22 @@ struct rdma_user_mmap_entry *
 srnic_mmap_entry_insert(struct ib_ucontext *uctx, void *buf, size_t size);
 int srnic_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void srnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
+struct srnic_direct_window;
+struct rdma_user_mmap_entry *
+srnic_mmap_window_insert(struct ib_ucontext *uctx,
+			 struct srnic_direct_window *window, size_t size);
+
+/* srnic_direct.c */
+extern const struct uapi_definition srnic_direct_uapi_defs[];
+int srnic_direct_mmap(struct srnic_direct_window *w, struct vm_area_struct *vma);
+void srnic_direct_entry_free(struct srnic_direct_window *w);
+void srnic_direct_qp_changed(struct srnic_qp *qp);
+void srnic_direct_qp_destroyed(struct srnic_qp *qp);
+void srnic_direct_mr_deregistered(struct srnic_mr *mr);
+void srnic_direct_dev_init(struct srnic_dev *sdev);
+void srnic_direct_dev_cleanup(struct srnic_dev *sdev);
+int srnic_direct_init(void);
+void srnic_direct_exit(void);
 
 /* srnic_mr.c: memory registration, keys, lookup and copies */
 void srnic_mr_table_init(struct srnic_dev *sdev);
@@ -1127,6 +1151,9 @@ struct srnic_mr *srnic_mr_lookup(struct srnic_dev *sdev, u32 key,
 				 enum srnic_key_kind kind, struct srnic_pd *pd,
 				 int required_access, u64 iova, u64 length);
 void srnic_mr_put(struct srnic_mr *mr);
+struct srnic_mr *srnic_mr_lookup_whole(struct srnic_dev *sdev, u32 rkey,
+				       struct srnic_pd *pd, int required_access);
+bool srnic_mr_is_current(struct srnic_dev *sdev, const struct srnic_mr *mr);
 
 /* srnic_mw.c: memory windows, rkey lookup, local and remote invalidation */
 void srnic_mw_table_init(struct srnic_dev *sdev);
@@ -1264,6 +1291,8 @@ enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 				      const struct srnic_send_wqe *wqe,
 				      struct srnic_sgl *sgl);
 bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
+struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp);
+bool srnic_responder_ready(struct srnic_qp *dest);
 int srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
 		       struct srnic_recv_wqe *rwqe, u64 len);
 int srnic_rq_take_fit(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe,
@@ -1277,7 +1306,8 @@ int srnic_pkt_copy_to_mr(const struct sk_buff *skb,
 			 u64 iova);
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);
 bool srnic_req_fetch(struct srnic_qp *qp);
-bool srnic_req_retire(struct srnic_qp *qp);
+bool srnic_req_finish(struct srnic_qp *qp, enum ib_wc_status status, u64 len);
+void srnic_sq_publish_completed(struct srnic_qp *qp);
 void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
 			enum ib_wc_status status, u64 len);
 void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on);

@@ -35,6 +35,7 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_RX_DROP_BAD_QKEY] = { .name = "rx_drop_bad_qkey" },
 	[SRNIC_CNT_RX_DROP_NO_RECV_WQE] = { .name = "rx_drop_no_recv_wqe" },
 	[SRNIC_CNT_RX_DROP_UC] = { .name = "rx_drop_uc_message" },
+	[SRNIC_CNT_DIRECT_WINDOWS] = { .name = "direct_windows" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);

@@ -210,6 +210,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	srnic_fault_stop(sdev);
 	/* ib_core destroyed every QP, so every engine task is stopped. */
 	srnic_engines_stop(sdev);
+	srnic_direct_dev_cleanup(sdev);
 	srnic_parent_destroy(sdev);
 	srnic_net_put(read_pnet(&sdev->net));
 	srnic_mr_table_destroy(sdev);
@@ -325,6 +326,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	srnic_dm_init(sdev);
 	srnic_ah_table_init(sdev);
 	srnic_mcast_init(sdev);
+	srnic_direct_dev_init(sdev);
 	ida_init(&sdev->cq_ids);
 	ida_init(&sdev->srq_ids);
 	xa_init_flags(&sdev->qps, XA_FLAGS_ALLOC);
@@ -461,9 +463,12 @@ static int __init srnic_init(void)
 	err = srnic_odp_wq_init();
 	if (err)
 		goto err_root;
-	err = srnic_net_register();
+	err = srnic_direct_init();
 	if (err)
 		goto err_odp;
+	err = srnic_net_register();
+	if (err)
+		goto err_direct;
 	err = srnic_netdev_notifier_register();
 	if (err)
 		goto err_net;
@@ -473,6 +478,8 @@ static int __init srnic_init(void)
 
 err_net:
 	srnic_net_unregister();
+err_direct:
+	srnic_direct_exit();
 err_odp:
 	srnic_odp_wq_exit();
 err_root:
@@ -489,6 +496,7 @@ static void __exit srnic_exit(void)
 	srnic_unregister_devices(NULL);
 	srnic_netdev_notifier_unregister();
 	srnic_net_unregister();
+	srnic_direct_exit();
 	srnic_odp_wq_exit();
 	srnic_payload_exit();
 	srnic_debugfs_exit();

@@ -97,6 +97,8 @@ static struct srnic_mr *srnic_mr_alloc(struct ib_pd *ibpd,
 	mr->pd = to_srnic_pd(ibpd);
 	mr->type = type;
 	mr->access = access & SRNIC_MR_ACCESS;
+	if (type == SRNIC_MR_USER)
+		mr->owner_cred = get_current_cred();
 	refcount_set(&mr->users, 1);
 	init_completion(&mr->released);
 	return mr;
@@ -115,6 +117,8 @@ static void srnic_mr_free(struct srnic_mr *mr)
 		for (i = 0; i < mr->num_pages; i++)
 			put_page(mr->pages[i]);
 	kvfree(mr->pages);
+	if (mr->owner_cred)
+		put_cred(mr->owner_cred);
 	/* A lookup may still be reading the struct under RCU. */
 	kfree_rcu(mr, rcu);
 }
@@ -640,6 +644,8 @@ int srnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 	/* Unless srnic_rereg_user_mr() put a successor there. */
 	xa_cmpxchg(&sdev->mr_table, mr->index, mr, NULL, GFP_KERNEL);
+	/* No process maps its pages any more (they hold references). */
+	srnic_direct_mr_deregistered(mr);
 	srnic_mr_put(mr);
 	if (WARN(!wait_for_completion_timeout(&mr->released,
 					      SRNIC_MR_DEREG_TIMEOUT_SECS * HZ),
@@ -655,6 +661,39 @@ static bool srnic_mr_covers(const struct srnic_mr *mr, u64 iova, u64 len)
 {
 	return iova >= mr->iova && len <= mr->length &&
 	       iova - mr->iova <= mr->length - len;
+}
+
+/* srnic_mr_lookup(), with or without the range check. */
+static struct srnic_mr *
+srnic_mr_lookup_range(struct srnic_dev *sdev, u32 key, enum srnic_key_kind kind,
+		      struct srnic_pd *pd, int required_access, bool in_range,
+		      u64 iova, u64 length)
+{
+	struct srnic_mr *mr;
+	int err;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_table, key >> 8);
+	if (mr && (READ_ONCE(mr->key) != key || !READ_ONCE(mr->valid) ||
+		   !refcount_inc_not_zero(&mr->users)))
+		mr = NULL;
+	rcu_read_unlock();
+	if (!mr)
+		return ERR_PTR(-ENOENT);
+
+	if (kind == SRNIC_RKEY && !(mr->access & SRNIC_MR_REMOTE_ACCESS))
+		err = -ENOENT;
+	else if (mr->pd != pd)
+		err = -EPERM;
+	else if ((mr->access & required_access) != required_access)
+		err = -EACCES;
+	else if (in_range && !srnic_mr_covers(mr, iova, length))
+		err = -ERANGE;
+	else
+		return mr;
+
+	srnic_mr_put(mr);
+	return ERR_PTR(err);
 }
 
 /**
@@ -685,31 +724,44 @@ struct srnic_mr *srnic_mr_lookup(struct srnic_dev *sdev, u32 key,
 				 enum srnic_key_kind kind, struct srnic_pd *pd,
 				 int required_access, u64 iova, u64 length)
 {
-	struct srnic_mr *mr;
-	int err;
+	return srnic_mr_lookup_range(sdev, key, kind, pd, required_access,
+				     true, iova, length);
+}
+
+/**
+ * srnic_mr_lookup_whole() - srnic_mr_lookup() of an rkey for all of its MR
+ * @sdev: the device
+ * @rkey: the rkey (of an MR, not a memory window)
+ * @pd: the PD of the QP it is presented to
+ * @required_access: IB_ACCESS_REMOTE_* flags the accesses need
+ *
+ * For a direct window (srnic_direct.c), which covers the whole MR.
+ *
+ * Return: as srnic_mr_lookup(), never -ERANGE.
+ */
+struct srnic_mr *srnic_mr_lookup_whole(struct srnic_dev *sdev, u32 rkey,
+				       struct srnic_pd *pd, int required_access)
+{
+	return srnic_mr_lookup_range(sdev, rkey, SRNIC_RKEY, pd,
+				     required_access, false, 0, 0);
+}
+
+/**
+ * srnic_mr_is_current() - is @mr still the valid MR of its key?
+ * @sdev: its device
+ * @mr: an MR the caller holds a reference on
+ *
+ * False once dereg_mr or rereg_mr took it out of the key table.
+ */
+bool srnic_mr_is_current(struct srnic_dev *sdev, const struct srnic_mr *mr)
+{
+	bool current_mr;
 
 	rcu_read_lock();
-	mr = xa_load(&sdev->mr_table, key >> 8);
-	if (mr && (READ_ONCE(mr->key) != key || !READ_ONCE(mr->valid) ||
-		   !refcount_inc_not_zero(&mr->users)))
-		mr = NULL;
+	current_mr = xa_load(&sdev->mr_table, mr->index) == mr &&
+		     READ_ONCE(mr->valid);
 	rcu_read_unlock();
-	if (!mr)
-		return ERR_PTR(-ENOENT);
-
-	if (kind == SRNIC_RKEY && !(mr->access & SRNIC_MR_REMOTE_ACCESS))
-		err = -ENOENT;
-	else if (mr->pd != pd)
-		err = -EPERM;
-	else if ((mr->access & required_access) != required_access)
-		err = -EACCES;
-	else if (!srnic_mr_covers(mr, iova, length))
-		err = -ERANGE;
-	else
-		return mr;
-
-	srnic_mr_put(mr);
-	return ERR_PTR(err);
+	return current_mr;
 }
 
 /**

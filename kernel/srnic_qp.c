@@ -302,6 +302,10 @@ void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq)
 	}
 	/* Our reads of the slots complete before the producer reuses them. */
 	smp_store_release(&wq->ring.ctrl->consumer, wq->consumer);
+	if (is_sq) {
+		/* After the flush completions (srnic_sq_publish_completed()). */
+		smp_store_release(&wq->ring.ctrl->completed, wq->consumer);
+	}
 	spin_unlock_irqrestore(&wq->lock, flags);
 }
 
@@ -331,6 +335,8 @@ static void srnic_wq_discard(struct srnic_qp *qp, struct srnic_wq *wq)
 	wq->consumer = READ_ONCE(wq->ring.ctrl->producer);
 	/* Slots are handed back only after any read of them. */
 	smp_store_release(&wq->ring.ctrl->consumer, wq->consumer);
+	/* Nothing discarded completes (an RQ's is unused). */
+	smp_store_release(&wq->ring.ctrl->completed, wq->consumer);
 	spin_unlock_irqrestore(&wq->lock, flags);
 }
 
@@ -549,6 +555,8 @@ int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	synchronize_rcu();
 	srnic_qp_put(qp);
 	wait_for_completion(&qp->released);
+	/* No grant can find it now: revoke its direct windows. */
+	srnic_direct_qp_destroyed(qp);
 	/* No requester of another QP can reach it: stop its own. */
 	srnic_engine_task_stop(&qp->task);
 	srnic_rc_cleanup(qp);
@@ -653,6 +661,7 @@ static void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 	/* Pairs with the receive path's acquire: attributes are set. */
 	smp_store_release(&qp->state, state);
 	srnic_qp_set_queue_flags(qp, state);
+	srnic_direct_qp_changed(qp);
 
 	switch (state) {
 	case IB_QPS_RESET:
@@ -744,6 +753,9 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		srnic_qp_enter_state(qp, new);
 		/* Entering RTS may release posted WQEs; ERR flushes. */
 		srnic_engine_task_schedule(&qp->task);
+	} else {
+		/* Access flags, for one, decide direct windows. */
+		srnic_direct_qp_changed(qp);
 	}
 out_unlock:
 	mutex_unlock(&qp->state_lock);

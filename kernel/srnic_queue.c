@@ -21,9 +21,14 @@
 
 #include "srnic.h"
 
+/*
+ * What an mmap offset of a context stands for: a vmalloc_user() buffer
+ * (a ring, device memory) or a direct window (srnic_direct.c).
+ */
 struct srnic_mmap_entry {
 	struct rdma_user_mmap_entry rdma_entry;
 	void *buf;
+	struct srnic_direct_window *window;
 };
 
 static struct srnic_mmap_entry *
@@ -66,6 +71,42 @@ int srnic_queue_init(struct srnic_queue *q, u32 num_entries, u32 entry_size)
 	return 0;
 }
 
+static struct rdma_user_mmap_entry *
+srnic_mmap_insert(struct ib_ucontext *uctx, void *buf,
+		  struct srnic_direct_window *window, size_t size)
+{
+	struct srnic_mmap_entry *entry;
+	int err;
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry)
+		return ERR_PTR(-ENOMEM);
+	entry->buf = buf;
+	entry->window = window;
+	err = rdma_user_mmap_entry_insert(uctx, &entry->rdma_entry, size);
+	if (err) {
+		kfree(entry);
+		return ERR_PTR(err);
+	}
+	return &entry->rdma_entry;
+}
+
+/**
+ * srnic_mmap_window_insert() - make a direct window mappable
+ * @uctx: the poster's user context
+ * @window: the window; the entry's last reference calls
+ *	    srnic_direct_entry_free() for it
+ * @size: bytes of the window, page aligned
+ *
+ * Return: the entry, or an ERR_PTR.
+ */
+struct rdma_user_mmap_entry *
+srnic_mmap_window_insert(struct ib_ucontext *uctx,
+			 struct srnic_direct_window *window, size_t size)
+{
+	return srnic_mmap_insert(uctx, NULL, window, size);
+}
+
 /**
  * srnic_mmap_entry_insert() - make a vmalloc_user() buffer mappable
  * @uctx: the user context whose process may map it
@@ -82,19 +123,7 @@ int srnic_queue_init(struct srnic_queue *q, u32 num_entries, u32 entry_size)
 struct rdma_user_mmap_entry *
 srnic_mmap_entry_insert(struct ib_ucontext *uctx, void *buf, size_t size)
 {
-	struct srnic_mmap_entry *entry;
-	int err;
-
-	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
-	if (!entry)
-		return ERR_PTR(-ENOMEM);
-	entry->buf = buf;
-	err = rdma_user_mmap_entry_insert(uctx, &entry->rdma_entry, size);
-	if (err) {
-		kfree(entry);
-		return ERR_PTR(err);
-	}
-	return &entry->rdma_entry;
+	return srnic_mmap_insert(uctx, buf, NULL, size);
 }
 
 /**
@@ -137,33 +166,39 @@ void srnic_queue_destroy(struct srnic_queue *q)
 }
 
 /*
- * ib_device_ops.mmap: map a ring or a device memory allocation the context
- * was given the offset of.
+ * ib_device_ops.mmap: map a ring, a device memory allocation or a direct
+ * window the context was given the offset of.
  */
 int srnic_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *rdma_entry;
+	struct srnic_mmap_entry *entry;
 	int err;
 
 	rdma_entry = rdma_user_mmap_entry_get(uctx, vma);
 	if (!rdma_entry)
 		return -EINVAL;
-	/* The whole ring or nothing: partial maps would hide entries. */
-	if (vma->vm_end - vma->vm_start != rdma_entry->npages << PAGE_SHIFT)
+	entry = to_srnic_mmap_entry(rdma_entry);
+	if (entry->window) {
+		err = srnic_direct_mmap(entry->window, vma);
+	} else if (vma->vm_end - vma->vm_start !=
+		   rdma_entry->npages << PAGE_SHIFT) {
+		/* The whole ring or nothing: partial maps would hide entries. */
 		err = -EINVAL;
-	else
-		err = remap_vmalloc_range(vma,
-					  to_srnic_mmap_entry(rdma_entry)->buf,
-					  0);
+	} else {
+		err = remap_vmalloc_range(vma, entry->buf, 0);
+	}
 	rdma_user_mmap_entry_put(rdma_entry);
 	return err;
 }
 
-/* ib_device_ops.mmap_free: the last reference to a ring entry is gone. */
+/* ib_device_ops.mmap_free: the last reference to an entry is gone. */
 void srnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 {
 	struct srnic_mmap_entry *entry = to_srnic_mmap_entry(rdma_entry);
 
+	if (entry->window)
+		srnic_direct_entry_free(entry->window);
 	vfree(entry->buf);
 	kfree(entry);
 }

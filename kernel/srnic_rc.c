@@ -165,7 +165,7 @@ static int srnic_sgl_copy(const struct srnic_sgl *dst,
  * The destination QP of a local-delivery QP, referenced, or NULL when it
  * does not exist (any more).
  */
-static struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp)
+struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp)
 {
 	struct net *net = read_pnet(&to_srnic_dev(qp->ibqp.device)->net);
 	struct srnic_qp *dest = NULL;
@@ -251,7 +251,8 @@ int srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
 	return srnic_srq_take(xsrq, rwqe, len);
 }
 
-static bool srnic_responder_ready(struct srnic_qp *dest)
+/* Would @dest answer a request now (local delivery, direct windows)? */
+bool srnic_responder_ready(struct srnic_qp *dest)
 {
 	enum ib_qp_state state = READ_ONCE(dest->state);
 
@@ -780,15 +781,33 @@ bool srnic_req_fetch(struct srnic_qp *qp)
 }
 
 /**
- * srnic_req_retire() - hand the fetched WQE's slot back to the producer
- * @qp: the QP, from its task
+ * srnic_sq_publish_completed() - say that the retired WQEs are complete
+ * @qp: the QP
  *
- * Unless a flush (the QP entered the error state meanwhile) already
- * completed the WQE.
- *
- * Return: whether it was retired here (and must be completed).
+ * Once their completions are in the CQ and a failed one has put the QP in
+ * the error state. The consumer index goes back to the provider earlier,
+ * at retirement, as a NIC frees a slot before its completion shows: a
+ * consumer that polled a completion may fill the slot at once. The
+ * provider's direct path takes an SQ whose completed index caught up with
+ * its producer index to mean that nothing posted is still to complete.
  */
-bool srnic_req_retire(struct srnic_qp *qp)
+void srnic_sq_publish_completed(struct srnic_qp *qp)
+{
+	struct srnic_wq *sq = &qp->sq;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	/* The completions and the error state come first. */
+	smp_store_release(&sq->ring.ctrl->completed, sq->consumer);
+	spin_unlock_irqrestore(&sq->lock, flags);
+}
+
+/*
+ * Take the fetched WQE off the SQ, unless a flush (the QP entered the
+ * error state meanwhile) already completed it. Returns whether it was
+ * retired here (and must be completed).
+ */
+static bool srnic_req_retire(struct srnic_qp *qp)
 {
 	struct srnic_wq *sq = &qp->sq;
 	unsigned long flags;
@@ -803,6 +822,34 @@ bool srnic_req_retire(struct srnic_qp *qp)
 	}
 	spin_unlock_irqrestore(&sq->lock, flags);
 	return retired;
+}
+
+/**
+ * srnic_req_finish() - retire the fetched WQE and complete it
+ * @qp: the QP, from its task
+ * @status: the WQE's outcome
+ * @len: bytes it moved (for the completion of a READ or atomic)
+ *
+ * A failed WQE, or a completion the CQ had no room for, puts the QP in
+ * the error state; then the WQE counts as completed.
+ *
+ * Return: whether the requester may go on (false: flushed meanwhile, or
+ * the QP is now in the error state).
+ */
+bool srnic_req_finish(struct srnic_qp *qp, enum ib_wc_status status, u64 len)
+{
+	bool ok;
+
+	if (!srnic_req_retire(qp))
+		return false;	/* flushed: the QP is in the error state */
+	srnic_req_complete(qp, qp->req.wqe, status, len);
+	ok = status == IB_WC_SUCCESS && !qp->req.fatal;
+	if (!ok) {
+		qp->req.fatal = false;
+		srnic_qp_to_error(qp, 0);
+	}
+	srnic_sq_publish_completed(qp);
+	return ok;
 }
 
 /*
@@ -863,15 +910,7 @@ static bool srnic_req_step(struct srnic_qp *qp)
 	qp->req.rnr_retries_left = qp->attrs.rnr_retry;
 	qp->req.retries_left = qp->attrs.retry_cnt;
 
-	if (!srnic_req_retire(qp))
-		return false;	/* flushed: the QP is in the error state */
-	srnic_req_complete(qp, wqe, status, len);
-	if (status != IB_WC_SUCCESS || qp->req.fatal) {
-		qp->req.fatal = false;
-		srnic_qp_to_error(qp, 0);
-		return false;
-	}
-	return true;
+	return srnic_req_finish(qp, status, len);
 }
 
 /* ---- Packets ---------------------------------------------------------- */

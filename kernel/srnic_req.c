@@ -446,6 +446,7 @@ static bool srnic_req_retire_head(struct srnic_qp *qp,
 	};
 	unsigned long flags;
 	bool retired = false;
+	bool ok = true;
 
 	spin_lock_irqsave(&sq->lock, flags);
 	if (sq->consumer == index) {
@@ -475,15 +476,14 @@ static bool srnic_req_retire_head(struct srnic_qp *qp,
 	if (status != IB_WC_SUCCESS) {
 		srnic_qp_complete_to_error(qp, to_srnic_cq(qp->ibqp.send_cq),
 					   &cqe);
-		return false;
+		ok = false;
+	} else if (((rw->flags & SRNIC_WQE_SIGNALED) || qp->sq_sig_all) &&
+		   srnic_cq_post(to_srnic_cq(qp->ibqp.send_cq), &cqe, false)) {
+		srnic_qp_to_error(qp, 0);	/* CQ overrun */
+		ok = false;
 	}
-	if ((rw->flags & SRNIC_WQE_SIGNALED) || qp->sq_sig_all) {
-		if (srnic_cq_post(to_srnic_cq(qp->ibqp.send_cq), &cqe, false)) {
-			srnic_qp_to_error(qp, 0);	/* CQ overrun */
-			return false;
-		}
-	}
-	return true;
+	srnic_sq_publish_completed(qp);
+	return ok;
 }
 
 /* Progress was made: retries start over, the timer restarts or stops. */

@@ -177,15 +177,7 @@ static bool srnic_ud_send_step(struct srnic_qp *qp)
 	if (READ_ONCE(qp->state) != IB_QPS_RTS || !srnic_req_fetch(qp))
 		return false;
 	status = srnic_ud_send(qp, &len);
-	if (!srnic_req_retire(qp))
-		return false;	/* flushed: the QP is in the error state */
-	srnic_req_complete(qp, qp->req.wqe, status, len);
-	if (status != IB_WC_SUCCESS || qp->req.fatal) {
-		qp->req.fatal = false;
-		srnic_qp_to_error(qp, 0);
-		return false;
-	}
-	return true;
+	return srnic_req_finish(qp, status, len);
 }
 
 /* ---- Receive ---------------------------------------------------------- */

@@ -290,6 +290,7 @@ static int srnic_query_ucontext(struct ib_ucontext *ibuc,
 /* ib_device.driver_def: srnic's additions to the uverbs ioctl methods. */
 const struct uapi_definition srnic_uapi_defs[] = {
 	UAPI_DEF_CHAIN(srnic_dm_uapi_defs),
+	UAPI_DEF_CHAIN(srnic_direct_uapi_defs),
 	{},
 };
 

@@ -52,6 +52,7 @@ ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
 		errno = err;
 		return nullptr;
 	}
+	cq->direct_ok = !channel;
 	return &cq.release()->vcq.cq;
 }
 

@@ -12,6 +12,7 @@
 
 #include <rdma/srnic-abi.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -19,12 +20,48 @@
 namespace srnic
 {
 
+// Completions the provider made itself (the direct path, direct_path.h), in
+// order; poll_cq returns them before the ring's. Few: the direct path only
+// completes into a CQ whose ring is empty.
+class DirectCompletions
+{
+    public:
+	static constexpr uint32_t capacity = 16;
+
+	[[nodiscard]] bool full() const noexcept { return tail_ - head_ == capacity; }
+	[[nodiscard]] const srnic_cqe *front() const noexcept
+	{
+		return head_ == tail_ ? nullptr : &cqes_[head_ % capacity];
+	}
+	void pop() noexcept { ++head_; }
+	void push(const srnic_cqe &cqe) noexcept { cqes_[tail_++ % capacity] = cqe; }
+	// Drops those of QP qpn, keeping the others in order.
+	void discard_qp(uint32_t qpn) noexcept
+	{
+		uint32_t kept = head_;
+		for (uint32_t i = head_; i != tail_; ++i)
+			if (cqes_[i % capacity].qp_num != qpn)
+				cqes_[kept++ % capacity] = cqes_[i % capacity];
+		tail_ = kept;
+	}
+
+    private:
+	std::array<srnic_cqe, capacity> cqes_{};
+	uint32_t head_ = 0;
+	uint32_t tail_ = 0;
+};
+
 struct Cq {
 	verbs_cq vcq; // first: libibverbs hands back &vcq.cq
 	RingMapping ring;
 	std::optional<CqReader> reader; // set once the ring is mapped
 	SpinLock lock;			// pollers and arming threads of this CQ
 	uint32_t cqn = 0;
+	// The direct path's completions, under lock. direct_ok: it may
+	// complete into this CQ (one that raises no events and is read with
+	// poll_cq, not the extended API).
+	DirectCompletions direct;
+	bool direct_ok = false;
 	// The extended poll API (cq_ex.h): the completion the ibv_wc_read_*
 	// calls read, from a successful start_poll/next_poll to the next call;
 	// lock is held from a successful start_poll to end_poll.
@@ -136,13 +173,21 @@ inline int poll_cq(ibv_cq *ibcq, int num_entries, ibv_wc *wc) noexcept
 	int n = 0;
 
 	for (; n < num_entries; ++n) {
+		const srnic_cqe *cqe = cq.direct.front();
+		if (!cqe)
+			break;
+		cqe_to_wc(*cqe, wc[n]);
+		cq.direct.pop();
+	}
+	const int direct = n;
+	for (; n < num_entries; ++n) {
 		const srnic_cqe *cqe = reader.check_owner_then_acquire_cqe();
 		if (!cqe)
 			break;
 		cqe_to_wc(*cqe, wc[n]);
 		reader.consume_cqe();
 	}
-	if (n)
+	if (n > direct)
 		reader.release_consumed();
 	return n;
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "mr.h"
 
+#include "pd.h"
+
 #include <cerrno>
 #include <memory>
 #include <new>
@@ -24,6 +26,7 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va, int acces
 		errno = err;
 		return nullptr;
 	}
+	protection_domain_of(pd).mrs.add(mr->vmr.ibv_mr.lkey, hca_va, length, addr);
 	return &mr.release()->vmr.ibv_mr;
 }
 
@@ -37,9 +40,20 @@ int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
 					 sizeof(cmd), &resp, sizeof(resp));
 	// ibv_rereg_mr() returns its own IBV_REREG_MR_ERR_CMD code: the cause
 	// reaches the caller only through errno.
-	if (err)
+	if (err) {
 		errno = err;
-	return err;
+		return err;
+	}
+	// libibverbs updates ibv_mr's pd, addr and length after we return. A
+	// new translation is recorded (its iova is addr); an MR only moved to
+	// another PD is forgotten, and served by the engine from then on.
+	ibv_mr &ibmr = vmr->ibv_mr;
+	if (flags & (IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD))
+		protection_domain_of(ibmr.pd).mrs.remove(ibmr.lkey);
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		protection_domain_of((flags & IBV_REREG_MR_CHANGE_PD) ? pd : ibmr.pd)
+			.mrs.add(ibmr.lkey, reinterpret_cast<uintptr_t>(addr), length, addr);
+	return 0;
 }
 
 ibv_mr *import_mr(ibv_pd *pd, uint32_t mr_handle) noexcept
@@ -65,9 +79,13 @@ void unimport_mr(ibv_mr *ibmr) noexcept
 
 int dereg_mr(verbs_mr *vmr) noexcept
 {
+	ibv_pd *pd = vmr->ibv_mr.pd;
+	const uint32_t lkey = vmr->ibv_mr.lkey;
 	const int err = ibv_cmd_dereg_mr(vmr);
 	if (err)
 		return err;
+	// (A direct copy reading it meanwhile read the process's own memory.)
+	protection_domain_of(pd).mrs.remove(lkey);
 
 	delete to_srnic_mr(vmr);
 	return 0;

@@ -14,6 +14,7 @@
 #ifndef SRNIC_PD_H
 #define SRNIC_PD_H
 
+#include "mr_registry.h"
 #include "verbs_driver_abi.h"
 
 #include <rdma/srnic-abi.h>
@@ -38,6 +39,8 @@ struct Pd {
 	// Protection domains only: parent domains wrapping this one (it cannot
 	// be deallocated before them).
 	std::atomic<uint32_t> parent_domains{0};
+	// Protection domains only: their MRs registered in this process.
+	MrRegistry mrs;
 
 	[[nodiscard]] bool is_parent_domain() const noexcept { return protection_domain; }
 };
@@ -46,6 +49,13 @@ struct Pd {
 {
 	static_assert(offsetof(Pd, ibpd) == 0);
 	return reinterpret_cast<Pd *>(ibpd);
+}
+
+// The protection domain of a PD or of a parent domain.
+[[nodiscard]] inline Pd &protection_domain_of(ibv_pd *ibpd) noexcept
+{
+	Pd *pd = to_srnic_pd(ibpd);
+	return pd->is_parent_domain() ? *pd->protection_domain : *pd;
 }
 
 // alloc_pd carries no srnic request data, only a response.

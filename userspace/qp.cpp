@@ -191,6 +191,7 @@ void discard_qp_cqes(ibv_cq *ibcq, uint32_t qpn) noexcept
 		return;
 	Cq &cq = *to_srnic_cq(ibcq);
 	SpinGuard guard(cq.lock);
+	cq.direct.discard_qp(qpn);
 	if (cq.reader)
 		cq.reader->discard_qp_cqes(qpn);
 }
@@ -203,8 +204,15 @@ int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept
 	const int err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
 	if (err)
 		return err;
+	Qp &qp = *to_srnic_qp(ibqp);
+	{
+		// The kernel revoked the QP's direct windows; a new state or
+		// destination may allow what it refused.
+		SpinGuard guard(qp.sq_lock);
+		qp.direct.reset();
+	}
 	if (attr_mask & IBV_QP_STATE) {
-		to_srnic_qp(ibqp)->state.store(attr->qp_state, std::memory_order_relaxed);
+		qp.state.store(attr->qp_state, std::memory_order_relaxed);
 		// A reset QP's completions not yet polled go with it (the kernel
 		// writes no more of them): a QP restarted from RESET must not
 		// poll its previous life's flushes.

@@ -8,6 +8,7 @@
 #define SRNIC_QP_H
 
 #include "ah.h"
+#include "direct_path.h"
 #include "queue.h"
 #include "ring_mapping.h"
 #include "spinlock.h"
@@ -52,6 +53,7 @@ struct Qp {
 	srnic_send_wqe *ex_wqe = nullptr;
 	int ex_err = 0;
 	bool ex_wqe_needs_ud_addr = false;
+	DirectPath direct; // under sq_lock
 };
 
 [[nodiscard]] inline Qp *to_srnic_qp(ibv_qp *ibqp) noexcept
@@ -410,6 +412,12 @@ inline int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexce
 		*bad_wr = wr;
 		return EINVAL;
 	}
+	// Leading WRITEs the provider can do itself; the rest, in order, to
+	// the engine.
+	while (wr && post_send_direct(qp, *wr))
+		wr = wr->next;
+	if (!wr)
+		return 0;
 	bool doorbell;
 	const int err = post_chain(
 		*qp.sq, qp.sq_lock, wr, bad_wr,

@@ -35,6 +35,8 @@ TEST(SrnicAbi, QueueControlRecordKeepsEachSideOnItsOwnCacheLine)
 	EXPECT_EQ(offsetof(srnic_queue_ctrl, flags), 128u);
 	EXPECT_EQ(offsetof(srnic_queue_ctrl, notify), 132u);
 	EXPECT_EQ(offsetof(srnic_queue_ctrl, notify_seq), 136u);
+	EXPECT_EQ(offsetof(srnic_queue_ctrl, direct_gen), 140u);
+	EXPECT_EQ(offsetof(srnic_queue_ctrl, completed), 144u);
 	EXPECT_EQ(sizeof(srnic_queue_ctrl), 192u);
 }
 

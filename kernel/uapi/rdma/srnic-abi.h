@@ -175,6 +175,47 @@ struct srnic_query_dm_resp {
 	__aligned_u64 length;
 };
 
+/*
+ * The direct path (Documentation/design.rst, "Direct path"). On first use
+ * of an R_Key in an RDMA WRITE of an RC QP connected to a QP of the same
+ * device, the provider asks SRNIC_METHOD_QP_DIRECT_WINDOW, a method of the
+ * QP object, for a window: the destination MR mapped into the process
+ * (mmap() of the uverbs fd at mmap_offset, mmap_size bytes, MAP_SHARED;
+ * byte iova of the MR is at page_offset of the mapping), and copies the
+ * payload of such WRITEs itself. The window serves only while the
+ * direct_gen of the QP's send queue control record equals gen: the kernel
+ * bumps it before it revokes any window of the QP (a state or attribute
+ * change of either QP, the MR deregistered or reregistered), and the
+ * pages of a revoked window then read and write a scratch page. The
+ * provider reads direct_gen before a copy and again after it (a full
+ * fence between the copy and that read); a copy that saw it change is
+ * posted to the engine instead, which writes the data again or fails.
+ * Errors: EOPNOTSUPP (never on this QP: not RC, not local delivery to
+ * the same device, disabled by the direct_path module parameter),
+ * EAGAIN (not now: a QP not ready), ENOENT/EPERM/EACCES/ERANGE (this
+ * R_Key: no such MR, not of the destination's PD, no remote write, or
+ * the caller may not access the owner's memory), ENOSPC (too many
+ * windows on the QP).
+ */
+enum srnic_qp_methods {
+	SRNIC_METHOD_QP_DIRECT_WINDOW = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum srnic_direct_window_attrs {
+	SRNIC_ATTR_DIRECT_WINDOW_QP_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	SRNIC_ATTR_DIRECT_WINDOW_RKEY,		/* __u32, in */
+	SRNIC_ATTR_DIRECT_WINDOW_RESP,		/* struct srnic_direct_window_resp */
+};
+
+struct srnic_direct_window_resp {
+	__aligned_u64 mmap_offset;
+	__aligned_u64 mmap_size;
+	__aligned_u64 iova;	/* first address of the MR */
+	__aligned_u64 length;	/* bytes of the MR */
+	__u32 page_offset;	/* where iova is in the mapping */
+	__u32 gen;		/* the direct_gen the window serves under */
+};
+
 /* ---- Shared queue control record ----------------------------------- */
 
 /* srnic_queue_ctrl.flags, written by the kernel engine */
@@ -213,7 +254,9 @@ struct srnic_queue_ctrl {
 	__u32 flags;		/* enum srnic_queue_flags */
 	__u32 notify;		/* enum srnic_cq_notify, CQs only */
 	__u32 notify_seq;	/* bumped by the provider on each arm */
-	__u32 reserved2[13];
+	__u32 direct_gen;	/* SQs: see SRNIC_METHOD_QP_DIRECT_WINDOW */
+	__u32 completed;	/* SQs: consumer as of the last completion written */
+	__u32 reserved2[11];
 };
 
 /* ---- Work queue elements ------------------------------------------- */
@@ -362,5 +405,6 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_recv_wqe, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_cqe, 64);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_dm_resp, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_query_dm_resp, 24);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_direct_window_resp, 40);
 
 #endif /* SRNIC_ABI_USER_H */

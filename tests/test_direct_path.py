@@ -1,0 +1,274 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The provider's direct path: an RDMA WRITE between two RC QPs of one
+device is copied by the posting process itself into a "direct window" (the
+destination MR mapped into it by the kernel, kernel/srnic_direct.c) and
+completed without the engine (userspace/direct_path.h).
+
+Each test checks what a consumer sees (data, completions, their order,
+errors) and, through the device counter direct_windows (one per window the
+kernel granted), whether the direct path was taken at all; and that every
+change which makes the engine refuse a WRITE (MR deregistered, destination
+in the error state or without remote write) stops the direct path at once.
+"""
+import ctypes
+import json
+import mmap
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from harness import run, wait_for
+from test_rc_local import ACCESS, BUF, RcEnd, fill, make_devices
+
+pytest.importorskip("pyverbs")
+import pyverbs.enums as e  # noqa: E402
+from pyverbs.mr import MR  # noqa: E402
+from pyverbs.qp import QPAttr  # noqa: E402
+from pyverbs.wr import SGE, SendWR  # noqa: E402
+
+PARAM = "/sys/module/srnic/parameters/direct_path"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def windows(dev="srnic0"):
+    """The device's direct_windows counter."""
+    out = run("rdma", "statistic", "show", "link", f"{dev}/1").stdout.split()
+    return int(out[out.index("direct_windows") + 1])
+
+
+@pytest.fixture
+def pair(srnic, veth):
+    """make() -> two connected RcEnds on one srnic device."""
+    devs = make_devices(veth, two=False)
+    ends = []
+
+    def make(**kw):
+        a = RcEnd(*devs[0], **kw.get("a", {}))
+        b = RcEnd(*devs[1], **kw.get("b", {}))
+        a.connect(b)
+        b.connect(a)
+        ends.extend([a, b])
+        return a, b
+    yield make
+    for end in ends:
+        end.close()
+
+
+def write(a, b, wr_id, length, src_off=0, dst_off=0, rkey=None, dst=None,
+          signaled=True):
+    """Post one RDMA WRITE of a's buffer into b's MR (or dst, an address)."""
+    w = SendWR(wr_id=wr_id, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+               sg=[SGE(a.mr.buf + src_off, length, a.mr.lkey)],
+               send_flags=e.IBV_SEND_SIGNALED if signaled else 0)
+    w.set_wr_rdma(b.mr.rkey if rkey is None else rkey,
+                  (b.mr.buf if dst is None else dst) + dst_off)
+    a.qp.post_send(w)
+
+
+def test_small_writes_take_the_direct_path(pair):
+    a, b = pair()
+    data = fill(a, 11)
+    fill(b, 12)
+    before = windows()
+    for i, (length, off) in enumerate([(8, 0), (4096, 100), (1, 5000),
+                                       (600, 8191)]):
+        write(a, b, i, length, src_off=off, dst_off=off + 3)
+        (wc,) = a.poll()
+        assert (wc.status, wc.opcode, wc.wr_id, wc.qp_num) == \
+            (e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE, i, a.qp.qp_num)
+        assert b.mr.read(length, off + 3) == data[off:off + length]
+    # One window for the one R_Key, however many WRITEs used it.
+    assert windows() == before + 1
+    # Nothing else completed, on either side.
+    assert a.cq.poll(1)[0] == 0 and b.cq.poll(1)[0] == 0
+
+
+def test_unsignaled_direct_writes_then_engine_ops_complete_in_order(pair):
+    a, b = pair()
+    data = fill(a, 13)
+    fill(b, 14)
+    # Unsignaled WRITEs (direct), a READ (engine), then WRITEs behind it
+    # in the same chain (the engine, in order), all in one post.
+    wrs = []
+    for i in range(4):
+        w = SendWR(wr_id=i, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                   sg=[SGE(a.mr.buf + 64 * i, 64, a.mr.lkey)],
+                   send_flags=e.IBV_SEND_SIGNALED if i in (1, 3) else 0)
+        w.set_wr_rdma(b.mr.rkey, b.mr.buf + 64 * i)
+        wrs.append(w)
+    r = SendWR(wr_id=10, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
+               sg=[SGE(a.mr.buf + 8192, 256, a.mr.lkey)],
+               send_flags=e.IBV_SEND_SIGNALED)
+    r.set_wr_rdma(b.mr.rkey, b.mr.buf)
+    chain = wrs[:2] + [r] + wrs[2:]
+    for first, second in zip(chain, chain[1:]):
+        first.next_wr = second
+    a.qp.post_send(chain[0])
+    wcs = a.poll(3)
+    assert [(wc.wr_id, wc.status) for wc in wcs] == \
+        [(1, e.IBV_WC_SUCCESS), (10, e.IBV_WC_SUCCESS), (3, e.IBV_WC_SUCCESS)]
+    # The READ saw the two WRITEs posted before it, not those after it.
+    assert a.mr.read(128, 8192) == data[:128]
+    assert b.mr.read(256, 0) == data[:256]
+
+
+def test_completions_keep_order_with_the_engine(pair):
+    a, b = pair()
+    data = fill(a, 15)
+    fill(b, 16)
+    for rnd in range(20):
+        # A READ the engine serves, then a WRITE posted right behind it:
+        # with the READ in flight the WRITE must queue behind it.
+        r = SendWR(wr_id=2 * rnd, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
+                   sg=[SGE(a.mr.buf + 8192, 16, a.mr.lkey)],
+                   send_flags=e.IBV_SEND_SIGNALED)
+        r.set_wr_rdma(b.mr.rkey, b.mr.buf + 4096)
+        a.qp.post_send(r)
+        write(a, b, 2 * rnd + 1, 8, src_off=8 * rnd, dst_off=8 * rnd)
+    wcs = a.poll(40)
+    assert [wc.wr_id for wc in wcs] == list(range(40))
+    assert all(wc.status == e.IBV_WC_SUCCESS for wc in wcs)
+    assert b.mr.read(160, 0) == data[:160]
+
+
+def test_errors_are_the_engines(pair):
+    a, b = pair()
+    fill(a, 17)
+    # Beyond the MR: a remote access error, as the engine reports it.
+    write(a, b, 1, 16, dst_off=BUF - 8)
+    (wc,) = a.poll()
+    assert wc.status == e.IBV_WC_REM_ACCESS_ERR
+
+    a, b = pair()
+    # A local SGE under a wrong lkey: a local protection error.
+    w = SendWR(wr_id=2, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+               sg=[SGE(a.mr.buf, 16, a.mr.lkey ^ 0x100)],
+               send_flags=e.IBV_SEND_SIGNALED)
+    w.set_wr_rdma(b.mr.rkey, b.mr.buf)
+    a.qp.post_send(w)
+    (wc,) = a.poll()
+    assert wc.status == e.IBV_WC_LOC_PROT_ERR
+
+
+def test_dereg_of_the_destination_mr_stops_the_direct_path(pair):
+    a, b = pair()
+    data = fill(a, 18)
+    # b's second MR, on memory that stays mapped after its dereg.
+    size = 2 * mmap.PAGESIZE
+    buf = mmap.mmap(-1, size)
+    buf[:] = b"\x5a" * size
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    mr = MR(b.pd, size, ACCESS, address=addr)
+    rkey = mr.rkey
+    write(a, b, 1, 32, rkey=rkey, dst=addr)
+    (wc,) = a.poll()
+    assert wc.status == e.IBV_WC_SUCCESS
+    assert buf[:32] == data[:32]
+    granted = windows()
+
+    mr.close()
+    buf[:] = b"\x5a" * size
+    write(a, b, 2, 32, src_off=64, rkey=rkey, dst=addr)
+    (wc,) = a.poll()
+    assert wc.status == e.IBV_WC_REM_ACCESS_ERR
+    assert buf[:] == b"\x5a" * size, "a WRITE landed in a deregistered MR"
+    assert windows() == granted
+
+
+def test_destination_losing_remote_write_stops_the_direct_path(pair):
+    a, b = pair()
+    data = fill(a, 19)
+    write(a, b, 1, 8)
+    (wc,) = a.poll()
+    assert wc.status == e.IBV_WC_SUCCESS
+    # b takes REMOTE_WRITE back (RTS to RTS); a's next WRITE is refused.
+    attr = QPAttr()
+    attr.qp_access_flags = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ
+    b.qp.modify(attr, e.IBV_QP_ACCESS_FLAGS)
+    before = b.mr.read(16, 0)
+    write(a, b, 2, 16, src_off=100)
+    (wc,) = a.poll()
+    assert wc.status == e.IBV_WC_REM_INV_REQ_ERR
+    assert b.mr.read(16, 0) == before
+    assert before[:8] == data[:8]
+
+
+def test_destination_in_error_stops_the_direct_path(pair):
+    a, b = pair()
+    fill(a, 20)
+    write(a, b, 1, 8)
+    (wc,) = a.poll()
+    assert wc.status == e.IBV_WC_SUCCESS
+    attr = QPAttr()
+    attr.qp_state = e.IBV_QPS_ERR
+    b.qp.modify(attr, e.IBV_QP_STATE)
+    before = b.mr.read(16, 0)
+    write(a, b, 2, 16, src_off=200)
+    # Nobody answers: the requester retries, then gives up.
+    (wc,) = a.poll(timeout=30)
+    assert wc.status == e.IBV_WC_RETRY_EXC_ERR
+    assert b.mr.read(16, 0) == before
+
+
+def test_module_parameter_turns_the_direct_path_off(pair):
+    with open(PARAM) as f:
+        saved = f.read().strip()
+    try:
+        with open(PARAM, "w") as f:
+            f.write("0")
+        a, b = pair()
+        data = fill(a, 21)
+        before = windows()
+        for i in range(3):
+            write(a, b, i, 8, src_off=8 * i, dst_off=8 * i)
+            (wc,) = a.poll()
+            assert wc.status == e.IBV_WC_SUCCESS
+        assert b.mr.read(24, 0) == data[:24]
+        assert windows() == before
+    finally:
+        with open(PARAM, "w") as f:
+            f.write(saved)
+    # With it on again, a new connection takes it.
+    a, b = pair()
+    write(a, b, 9, 8)
+    (wc,) = a.poll()
+    assert wc.status == e.IBV_WC_SUCCESS
+    wait_for(lambda: windows() == before + 1, timeout=5,
+             what="a direct window")
+
+
+def test_no_window_into_another_users_memory(pair):
+    """A process of another user (uid 65534, no capabilities) may not map
+    this process's MR: its WRITE goes through the engine, and lands."""
+    first, _ = pair()
+    a = RcEnd("srnic0", first.gidx)   # not connected yet
+    fill(a, 22)
+    peer = subprocess.Popen(
+        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+         sys.executable, os.path.join(HERE, "direct_path_peer.py"),
+         "srnic0", str(a.gidx)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        hello = json.loads(peer.stdout.readline())
+        a.connect(SimpleNamespace(
+            ctx=a.ctx, gidx=a.gidx,
+            qp=SimpleNamespace(qp_num=hello["qpn"])))
+        before = windows()
+        peer.stdin.write(json.dumps({"qpn": a.qp.qp_num, "addr": a.mr.buf,
+                                     "rkey": a.mr.rkey}) + "\n")
+        peer.stdin.flush()
+        result = json.loads(peer.stdout.readline())
+        assert peer.wait(timeout=30) == 0
+    finally:
+        if peer.poll() is None:
+            peer.kill()
+            peer.wait()
+        data = a.mr.read(64, 0)
+        a.close()
+    assert (result["status"], result["opcode"]) == \
+        (e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE), result
+    assert data == bytes(range(64))
+    assert windows() == before, "a window into another user's memory"
