@@ -85,6 +85,12 @@
 #define SRNIC_MW_FIRST_INDEX (SRNIC_MAX_MR + 1)
 #define SRNIC_MAX_MW (BIT(20) - 1)
 
+/* Is @key a memory window's (rather than an MR's)? */
+static inline bool srnic_key_is_mw(u32 key)
+{
+	return key >> 8 >= SRNIC_MW_FIRST_INDEX;
+}
+
 /*
  * Device memory (srnic_dm.c): the largest budget the max_dm_kib module
  * parameter may give a device, and the largest alignment (log2) an

@@ -428,6 +428,11 @@ static int srnic_direct_grant(struct ib_ucontext *uctx,
 	err = srnic_direct_check_qps(poster, dest);
 	if (err)
 		goto out_dest;
+	/* A memory window's R_Key: served by the engine. */
+	if (srnic_key_is_mw(rkey)) {
+		err = -EACCES;
+		goto out_dest;
+	}
 
 	mr = srnic_mr_lookup_whole(sdev, rkey, to_srnic_pd(dest->ibqp.pd),
 				   IB_ACCESS_REMOTE_WRITE);
@@ -435,9 +440,10 @@ static int srnic_direct_grant(struct ib_ucontext *uctx,
 		err = PTR_ERR(mr);
 		goto out_dest;
 	}
+	/* Only pinned user memory is mapped (not ODP, DM or kernel MRs). */
 	if (mr->type != SRNIC_MR_USER || !mr->umem || !mr->owner_cred ||
 	    !mr->num_pages) {
-		err = -EOPNOTSUPP;
+		err = -EACCES;
 		goto out_mr;
 	}
 	if (!srnic_direct_may_access(mr)) {
@@ -571,9 +577,12 @@ static int srnic_direct_init_fs_context(struct fs_context *fc)
 	return init_pseudo(fc, SRNIC_DIRECT_FS_MAGIC) ? 0 : -ENOMEM;
 }
 
+/*
+ * No .owner: the mount, which lives from load to unload, would pin the
+ * module. Each window's file pins it instead (srnic_direct_window_alloc()).
+ */
 static struct file_system_type srnic_direct_fs_type = {
 	.name = "srnic_direct",
-	.owner = THIS_MODULE,
 	.init_fs_context = srnic_direct_init_fs_context,
 	.kill_sb = kill_anon_super,
 };

@@ -133,11 +133,6 @@ int srnic_dealloc_mw(struct ib_mw *ibmw)
 	return 0;
 }
 
-static bool srnic_key_is_mw(u32 key)
-{
-	return key >> 8 >= SRNIC_MW_FIRST_INDEX;
-}
-
 /*
  * A copy of an MW's binding, taken under its lock so that one access sees
  * one binding.

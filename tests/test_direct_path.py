@@ -21,7 +21,8 @@ from types import SimpleNamespace
 import pytest
 
 from harness import run, wait_for
-from test_rc_local import ACCESS, BUF, RcEnd, fill, make_devices
+from test_rc_local import (ACCESS, BUF, RcEnd, connected_pairs, fill,
+                           make_devices)
 
 pytest.importorskip("pyverbs")
 import pyverbs.enums as e  # noqa: E402
@@ -42,19 +43,8 @@ def windows(dev="srnic0"):
 @pytest.fixture
 def pair(srnic, veth):
     """make() -> two connected RcEnds on one srnic device."""
-    devs = make_devices(veth, two=False)
-    ends = []
-
-    def make(**kw):
-        a = RcEnd(*devs[0], **kw.get("a", {}))
-        b = RcEnd(*devs[1], **kw.get("b", {}))
-        a.connect(b)
-        b.connect(a)
-        ends.extend([a, b])
-        return a, b
-    yield make
-    for end in ends:
-        end.close()
+    with connected_pairs(make_devices(veth, two=False)) as make:
+        yield make
 
 
 def write(a, b, wr_id, length, src_off=0, dst_off=0, rkey=None, dst=None,

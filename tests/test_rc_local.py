@@ -4,6 +4,7 @@ two srnic devices on the two ends of a veth pair in one namespace. Every
 opcode's payload is checked byte for byte; error completions and the
 tools (ibv_rc_pingpong -c, perftest) run too.
 """
+import contextlib
 import random
 import subprocess
 import time
@@ -102,9 +103,10 @@ def make_devices(veth, two):
     return [first, ("srnic1", gid_index("srnic1", ADDR_B))]
 
 
-@pytest.fixture(params=["one-device", "two-devices"])
-def pair(request, srnic, veth):
-    devs = make_devices(veth, request.param == "two-devices")
+@contextlib.contextmanager
+def connected_pairs(devs):
+    """make(a={...}, b={...}) -> two RcEnds (on devs[0] and devs[1], with
+    those keyword arguments) connected to each other; all closed after."""
     ends = []
 
     def make(**kw):
@@ -114,9 +116,18 @@ def pair(request, srnic, veth):
         b.connect(a)
         ends.extend([a, b])
         return a, b
-    yield make
-    for end in ends:
-        end.close()
+    try:
+        yield make
+    finally:
+        for end in ends:
+            end.close()
+
+
+@pytest.fixture(params=["one-device", "two-devices"])
+def pair(request, srnic, veth):
+    with connected_pairs(make_devices(veth, request.param == "two-devices")) \
+            as make:
+        yield make
 
 
 def fill(end, seed):

@@ -192,10 +192,10 @@ struct srnic_query_dm_resp {
  * posted to the engine instead, which writes the data again or fails.
  * Errors: EOPNOTSUPP (never on this QP: not RC, not local delivery to
  * the same device, disabled by the direct_path module parameter),
- * EAGAIN (not now: a QP not ready), ENOENT/EPERM/EACCES/ERANGE (this
- * R_Key: no such MR, not of the destination's PD, no remote write, or
- * the caller may not access the owner's memory), ENOSPC (too many
- * windows on the QP).
+ * EAGAIN (not now: a QP not ready), ENOENT/EPERM/EACCES (this R_Key: no
+ * such MR, not of the destination's PD or the caller may not access the
+ * owner's memory, no remote write or not an MR of pinned user memory),
+ * ENOSPC (too many windows on the QP).
  */
 enum srnic_qp_methods {
 	SRNIC_METHOD_QP_DIRECT_WINDOW = (1U << UVERBS_ID_NS_SHIFT),
