@@ -155,8 +155,8 @@ static const struct file_operations srnic_direct_fops = {
  * The VMA becomes a mapping of the window's own file; pages fault in one
  * by one.
  *
- * Return: 0, -EINVAL for a partial or private mapping, -ENOENT for a
- * revoked window.
+ * Return: 0, -EINVAL for a partial or private mapping, -EPERM for an
+ * executable one, -ENOENT for a revoked window.
  */
 int srnic_direct_mmap(struct srnic_direct_window *w, struct vm_area_struct *vma)
 {
@@ -165,12 +165,16 @@ int srnic_direct_mmap(struct srnic_direct_window *w, struct vm_area_struct *vma)
 	if (!(vma->vm_flags & VM_SHARED) || vma_pages(vma) != w->npages ||
 	    vma->vm_pgoff != w->pgoff)
 		return -EINVAL;
+	/* Another process's data: never code. */
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
 	down_read(&w->rwsem);
 	if (w->revoked) {
 		err = -ENOENT;
 	} else {
 		vma->vm_flags |= VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP |
 				 VM_DONTCOPY;
+		vma->vm_flags &= ~VM_MAYEXEC;
 		vma->vm_ops = &srnic_direct_vm_ops;
 		vma->vm_private_data = w;
 		vma_set_file(vma, w->file);
