@@ -202,16 +202,18 @@ static void srnic_direct_bump_gen(struct srnic_qp *poster)
 }
 
 /*
- * Move the windows of @qp (as poster or destination) or of @mr to @dead,
- * bumping their posters' generation. Any context.
+ * Move the windows of @qp (as poster or destination) or of @mr to @dead
+ * (a list of the caller's, or the device's direct_dead), bumping their
+ * posters' generation. Any context. Returns whether it moved any.
  */
-static void srnic_direct_unlink(struct srnic_dev *sdev,
+static bool srnic_direct_unlink(struct srnic_dev *sdev,
 				const struct srnic_qp *qp,
 				const struct srnic_mr *mr,
 				struct list_head *dead)
 {
 	struct srnic_direct_window *w, *tmp;
 	unsigned long flags;
+	bool moved = false;
 
 	spin_lock_irqsave(&sdev->direct_lock, flags);
 	list_for_each_entry_safe(w, tmp, &sdev->direct_windows, link) {
@@ -221,8 +223,10 @@ static void srnic_direct_unlink(struct srnic_dev *sdev,
 		srnic_direct_bump_gen(w->poster);
 		w->poster->direct_windows--;
 		list_move_tail(&w->link, dead);
+		moved = true;
 	}
 	spin_unlock_irqrestore(&sdev->direct_lock, flags);
+	return moved;
 }
 
 /* Revoke the unlinked windows on @dead. Sleeps. */
@@ -268,17 +272,10 @@ static void srnic_direct_reap(struct work_struct *work)
 void srnic_direct_qp_changed(struct srnic_qp *qp)
 {
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
-	unsigned long flags;
-	LIST_HEAD(dead);
 
 	/* Always under the lock: a grant in progress must see the change. */
-	srnic_direct_unlink(sdev, qp, NULL, &dead);
-	if (list_empty(&dead))
-		return;
-	spin_lock_irqsave(&sdev->direct_lock, flags);
-	list_splice_tail(&dead, &sdev->direct_dead);
-	spin_unlock_irqrestore(&sdev->direct_lock, flags);
-	schedule_work(&sdev->direct_reap);
+	if (srnic_direct_unlink(sdev, qp, NULL, &sdev->direct_dead))
+		schedule_work(&sdev->direct_reap);
 }
 
 /**
