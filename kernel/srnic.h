@@ -143,6 +143,7 @@ enum srnic_counter {
 	SRNIC_CNT_RX_DROP_NO_RECV_WQE,	/* UD, UC: no receive WQE posted */
 	SRNIC_CNT_RX_DROP_UC,		/* UC: packets of messages dropped */
 	SRNIC_CNT_DIRECT_WINDOWS,	/* direct windows granted */
+	SRNIC_CNT_DIRECT_LOANS,		/* direct loans granted */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -323,6 +324,8 @@ struct srnic_dev {
 	u32 ah_next;
 	struct srnic_fault fault;
 	spinlock_t direct_lock;		/* the two lists below */
+	struct mutex direct_mutex;	/* ending loans */
+	u32 direct_loan_ids;		/* the last loan id; direct_lock */
 	struct list_head direct_windows;
 	struct list_head direct_dead;
 	struct work_struct direct_reap;
@@ -530,6 +533,7 @@ struct srnic_cq {
 	bool overrun;
 	spinlock_t poll_lock;	/* kernel consumers */
 	u32 cqn;
+	u32 direct_users;	/* QPs and XRC SRQs using it; direct_lock */
 };
 
 /**
@@ -929,6 +933,9 @@ struct srnic_qp {
 	struct srnic_xrcd *xrcd;
 	atomic_t wire_reset;
 	u32 direct_windows;	/* windows it posts through; direct_lock */
+	bool direct_loaned;	/* its RQ and receive CQ are lent; direct_lock */
+	const struct cred *owner_cred;	/* user QPs: the creating process's */
+	struct mm_struct *owner_mm;	/* user QPs: its mm (mmgrab()) */
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
@@ -1131,6 +1138,11 @@ void srnic_direct_entry_free(struct srnic_direct_window *w);
 void srnic_direct_qp_changed(struct srnic_qp *qp);
 void srnic_direct_qp_destroyed(struct srnic_qp *qp);
 void srnic_direct_mr_deregistered(struct srnic_mr *mr);
+void srnic_direct_loan_settle(struct srnic_qp *dest, struct srnic_qp *poster);
+void srnic_direct_cq_user_add(struct srnic_cq *cq);
+void srnic_direct_cq_user_del(struct srnic_cq *cq);
+void srnic_direct_cq_resize_begin(struct srnic_cq *cq);
+void srnic_direct_cq_resize_end(struct srnic_cq *cq);
 void srnic_direct_dev_init(struct srnic_dev *sdev);
 void srnic_direct_dev_cleanup(struct srnic_dev *sdev);
 int srnic_direct_init(void);
@@ -1157,7 +1169,8 @@ struct srnic_mr *srnic_mr_lookup(struct srnic_dev *sdev, u32 key,
 				 enum srnic_key_kind kind, struct srnic_pd *pd,
 				 int required_access, u64 iova, u64 length);
 void srnic_mr_put(struct srnic_mr *mr);
-struct srnic_mr *srnic_mr_lookup_whole(struct srnic_dev *sdev, u32 rkey,
+struct srnic_mr *srnic_mr_lookup_whole(struct srnic_dev *sdev, u32 key,
+				       enum srnic_key_kind kind,
 				       struct srnic_pd *pd, int required_access);
 bool srnic_mr_is_current(struct srnic_dev *sdev, const struct srnic_mr *mr);
 
@@ -1232,6 +1245,7 @@ int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
 		  bool solicited);
 int srnic_cq_post_flush(struct srnic_cq *cq, u64 wr_id, u32 qp_num,
 			u8 wc_opcode);
+u32 srnic_cq_adopt_committed(struct srnic_cq *cq, u32 max, u32 *producer);
 
 /* srnic_qp.c: queue pairs */
 int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,

@@ -36,6 +36,7 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_RX_DROP_NO_RECV_WQE] = { .name = "rx_drop_no_recv_wqe" },
 	[SRNIC_CNT_RX_DROP_UC] = { .name = "rx_drop_uc_message" },
 	[SRNIC_CNT_DIRECT_WINDOWS] = { .name = "direct_windows" },
+	[SRNIC_CNT_DIRECT_LOANS] = { .name = "direct_loans" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);

@@ -308,6 +308,8 @@ int srnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	 * lock before poll_lock, the order of a comp_handler (run under lock)
 	 * that polls or arms.
 	 */
+	/* A loan of the old ring ends first; none starts meanwhile. */
+	srnic_direct_cq_resize_begin(cq);
 	/* Growing needs no count: what fits the old ring fits the new one. */
 	in_flight = cqe < ibcq->cqe ? srnic_cq_sends_in_flight(cq) : 0;
 	spin_lock_irqsave(&cq->lock, flags);
@@ -315,6 +317,7 @@ int srnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	err = srnic_cq_swap_ring(cq, &ring, cqe, in_flight);
 	spin_unlock(&cq->poll_lock);
 	spin_unlock_irqrestore(&cq->lock, flags);
+	srnic_direct_cq_resize_end(cq);
 	if (!err)
 		ibdev_dbg(ibcq->device, "CQ %u resized to %d\n", cq->cqn,
 			  ibcq->cqe);
@@ -409,6 +412,47 @@ int srnic_cq_post_flush(struct srnic_cq *cq, u64 wr_id, u32 qp_num,
 	};
 
 	return srnic_cq_post(cq, &cqe, false);
+}
+
+/**
+ * srnic_cq_adopt_committed() - take over CQEs a direct loan's poster wrote
+ * @cq: a user CQ whose loan just ended (or whose poster is quiescent)
+ * @max: how many there can be at most (receive WQEs the poster could take)
+ * @producer: set to the producer index after them
+ *
+ * The poster publishes the producer index after each CQE it commits, so
+ * the CQEs up to the published index are taken as written (the poster may
+ * be laps ahead of the kernel's index by now); then come those from there
+ * on whose owner byte holds their lap's phase, which only a committed CQE
+ * has (the slot's last write was the previous lap's, or none): one the
+ * poster committed and had no time to publish. A published index behind
+ * the kernel's, or beyond @max, is ignored.
+ *
+ * Return: how many CQEs the producer index moved by.
+ */
+u32 srnic_cq_adopt_committed(struct srnic_cq *cq, u32 max, u32 *producer)
+{
+	u32 num = cq->ring.num_entries;
+	unsigned long flags;
+	u32 n, scanned = 0, p;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	p = cq->producer;
+	n = READ_ONCE(cq->ring.ctrl->producer) - p;
+	if (n > max)
+		n = 0;
+	while (n < max && scanned++ < num) {
+		const struct srnic_cqe *slot = srnic_queue_entry(&cq->ring, p + n);
+
+		if (READ_ONCE(slot->owner) != srnic_cqe_phase(p + n, num))
+			break;
+		n++;
+	}
+	cq->producer = p + n;
+	WRITE_ONCE(cq->ring.ctrl->producer, p + n);
+	*producer = p + n;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
 }
 
 static int srnic_cqe_to_wc_flags(u8 cqe_flags)

@@ -729,21 +729,23 @@ struct srnic_mr *srnic_mr_lookup(struct srnic_dev *sdev, u32 key,
 }
 
 /**
- * srnic_mr_lookup_whole() - srnic_mr_lookup() of an rkey for all of its MR
+ * srnic_mr_lookup_whole() - srnic_mr_lookup() of a key for all of its MR
  * @sdev: the device
- * @rkey: the rkey (of an MR, not a memory window)
+ * @key: the rkey (of an MR, not a memory window) or lkey
+ * @kind: which of the two @key is
  * @pd: the PD of the QP it is presented to
- * @required_access: IB_ACCESS_REMOTE_* flags the accesses need
+ * @required_access: IB_ACCESS_* flags the accesses need
  *
  * For a direct window (srnic_direct.c), which covers the whole MR.
  *
  * Return: as srnic_mr_lookup(), never -ERANGE.
  */
-struct srnic_mr *srnic_mr_lookup_whole(struct srnic_dev *sdev, u32 rkey,
+struct srnic_mr *srnic_mr_lookup_whole(struct srnic_dev *sdev, u32 key,
+				       enum srnic_key_kind kind,
 				       struct srnic_pd *pd, int required_access)
 {
-	return srnic_mr_lookup_range(sdev, rkey, SRNIC_RKEY, pd,
-				     required_access, false, 0, 0);
+	return srnic_mr_lookup_range(sdev, key, kind, pd, required_access,
+				     false, 0, 0);
 }
 
 /**

@@ -522,6 +522,18 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		cap->max_inline_data = qp->max_inline;
 	}
 
+	/* Whose memory a loan of its rings exposes (srnic_direct.c). */
+	if (udata) {
+		qp->owner_cred = get_current_cred();
+		qp->owner_mm = current->mm;
+		mmgrab(qp->owner_mm);
+	}
+	/* Its completions end any loan of its CQs. */
+	if (init->send_cq)
+		srnic_direct_cq_user_add(to_srnic_cq(init->send_cq));
+	if (init->recv_cq)
+		srnic_direct_cq_user_add(to_srnic_cq(init->recv_cq));
+
 	xa_store(&sdev->qps, qpn, qp, GFP_KERNEL);	/* reserved: no alloc */
 	return 0;
 
@@ -564,6 +576,14 @@ int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	srnic_queue_destroy(&qp->rq.ring);
 	srnic_queue_destroy(&qp->sq.ring);
 	rdma_destroy_ah_attr(&qp->attrs.ah_attr);
+	if (ibqp->send_cq)
+		srnic_direct_cq_user_del(to_srnic_cq(ibqp->send_cq));
+	if (ibqp->recv_cq)
+		srnic_direct_cq_user_del(to_srnic_cq(ibqp->recv_cq));
+	if (qp->owner_cred) {
+		put_cred(qp->owner_cred);
+		mmdrop(qp->owner_mm);
+	}
 	return 0;
 }
 

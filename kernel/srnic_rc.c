@@ -500,6 +500,9 @@ static enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 		goto out;
 	}
 
+	/* The destination's RQ and CQ lent to us: take our work back. */
+	if (unlikely(READ_ONCE(dest->direct_loaned)))
+		srnic_direct_loan_settle(dest, qp);
 	remote->num = 0;
 	if (srnic_qp_is_xrc(qp)) {
 		/* The XRC SRQ must be of the target's domain. */

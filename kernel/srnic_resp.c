@@ -1003,6 +1003,9 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
 	    state == IB_QPS_ERR)
 		goto out;
+	/* A packet from the wire for a QP whose RQ a local peer borrows. */
+	if (unlikely(READ_ONCE(qp->direct_loaned)))
+		srnic_direct_loan_settle(qp, NULL);
 	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT) {
 		/* XRC opcodes all have an XRCETH (srnic_rx_packet()). */
 		xsrqn = srnic_xrceth_get((const struct srnic_xrceth *)

@@ -128,6 +128,8 @@ int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 			srq->xrcd = NULL;
 			goto err_destroy_ring;
 		}
+		/* Its completions end any loan of the CQ (srnic_direct.c). */
+		srnic_direct_cq_user_add(to_srnic_cq(init->ext.cq));
 	}
 	return 0;
 
@@ -204,6 +206,7 @@ int srnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 		synchronize_rcu();
 		srnic_srq_put(srq);
 		wait_for_completion(&srq->released);
+		srnic_direct_cq_user_del(to_srnic_cq(ibsrq->ext.cq));
 	}
 	srnic_queue_destroy(&srq->rq.ring);
 	ida_free(&sdev->srq_ids, srq->srqn);

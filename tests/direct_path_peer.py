@@ -3,13 +3,14 @@
 tests/test_direct_path.py, run as a process of its own (under another user
 id, to check who may have a direct window):
 
-    python3 direct_path_peer.py DEVICE SGID_INDEX
+    python3 direct_path_peer.py DEVICE SGID_INDEX [write|send]
 
 It opens DEVICE, creates a PD, a CQ, an RC QP and a 4 KiB MR filled with
 bytes 0, 1, 2, ... and prints one JSON line {"qpn"}. It then reads one
 JSON line with the peer's {"qpn", "addr", "rkey"}, connects, posts one
-signaled 64-byte RDMA WRITE of its buffer to the peer's addr, and prints a
-last JSON line {"status", "opcode"} of its completion.
+signaled 64-byte RDMA WRITE of its buffer to the peer's addr (or, with
+send, one 64-byte SEND, for tests/test_direct_send.py), and prints a last
+JSON line {"status", "opcode"} of its completion.
 """
 import json
 import sys
@@ -29,6 +30,7 @@ LENGTH = 64
 
 def main():
     dev, gidx = sys.argv[1], int(sys.argv[2])
+    send = len(sys.argv) > 3 and sys.argv[3] == "send"
     ctx = Context(name=dev)
     pd = PD(ctx)
     cq = CQ(ctx, 16)
@@ -55,10 +57,12 @@ def main():
     attr.sq_psn = 0
     qp.to_rts(attr)
 
-    w = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
-               sg=[SGE(mr.buf, LENGTH, mr.lkey)],
+    w = SendWR(wr_id=1,
+               opcode=e.IBV_WR_SEND if send else e.IBV_WR_RDMA_WRITE,
+               num_sge=1, sg=[SGE(mr.buf, LENGTH, mr.lkey)],
                send_flags=e.IBV_SEND_SIGNALED)
-    w.set_wr_rdma(peer["rkey"], peer["addr"])
+    if not send:
+        w.set_wr_rdma(peer["rkey"], peer["addr"])
     qp.post_send(w)
     deadline = time.monotonic() + 30
     wcs = []

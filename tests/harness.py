@@ -5,6 +5,7 @@ Every suite runs inside the VM (scripts/vm-run) as root, with srnic.ko
 installed under /lib/modules/$(uname -r)/updates and the built provider
 registered in /etc/libibverbs.d/srnic.driver.
 """
+import contextlib
 import json
 import os
 import re
@@ -41,6 +42,22 @@ def wait_for(predicate, timeout=10.0, interval=0.05, what="condition"):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+@contextlib.contextmanager
+def module_param(name, value, module="srnic"):
+    """Set a writable module parameter for the with block, then restore
+    it."""
+    path = f"/sys/module/{module}/parameters/{name}"
+    with open(path) as f:
+        saved = f.read().strip()
+    with open(path, "w") as f:
+        f.write(str(value))
+    try:
+        yield
+    finally:
+        with open(path, "w") as f:
+            f.write(saved)
 
 
 def module_loaded(name="srnic"):

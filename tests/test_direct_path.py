@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import run, wait_for
+from harness import module_param, run, wait_for
 from test_rc_local import (ACCESS, BUF, RcEnd, connected_pairs, fill,
                            make_devices)
 
@@ -30,7 +30,6 @@ from pyverbs.mr import MR  # noqa: E402
 from pyverbs.qp import QPAttr  # noqa: E402
 from pyverbs.wr import SGE, SendWR  # noqa: E402
 
-PARAM = "/sys/module/srnic/parameters/direct_path"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -204,11 +203,7 @@ def test_destination_in_error_stops_the_direct_path(pair):
 
 
 def test_module_parameter_turns_the_direct_path_off(pair):
-    with open(PARAM) as f:
-        saved = f.read().strip()
-    try:
-        with open(PARAM, "w") as f:
-            f.write("0")
+    with module_param("direct_path", 0):
         a, b = pair()
         data = fill(a, 21)
         before = windows()
@@ -218,9 +213,6 @@ def test_module_parameter_turns_the_direct_path_off(pair):
             assert wc.status == e.IBV_WC_SUCCESS
         assert b.mr.read(24, 0) == data[:24]
         assert windows() == before
-    finally:
-        with open(PARAM, "w") as f:
-            f.write(saved)
     # With it on again, a new connection takes it.
     a, b = pair()
     write(a, b, 9, 8)

@@ -42,19 +42,23 @@ class RcEnd:
     """One RC QP with its CQ and a registered buffer, on device dev."""
 
     def __init__(self, dev, gidx, access=ACCESS, rnr_retry=7,
-                 min_rnr_timer=1):
+                 min_rnr_timer=1, split_cq=False, buf=BUF):
         self.ctx = Context(name=dev)
         self.gidx = gidx
         self.pd = PD(self.ctx)
         self.cq = CQ(self.ctx, 64)
-        self.mr = MR(self.pd, BUF, access)
+        # With split_cq, receives complete to a CQ of their own (rcq).
+        self.rcq = CQ(self.ctx, 64) if split_cq else self.cq
+        self.buf = buf
+        self.mr = MR(self.pd, buf, access)
         cap = QPCap(max_send_wr=32, max_recv_wr=32, max_send_sge=4,
                     max_recv_sge=4, max_inline_data=64)
         init = QPAttr(port_num=1)
         init.qp_access_flags = ACCESS   # what the responder allows
         # Only WRs posted with IBV_SEND_SIGNALED complete successfully.
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq,
-                                         rcq=self.cq, cap=cap, sq_sig_all=0),
+                                         rcq=self.rcq, cap=cap,
+                                         sq_sig_all=0),
                      init)
         self.rnr_retry = rnr_retry
         self.min_rnr_timer = min_rnr_timer
@@ -76,9 +80,10 @@ class RcEnd:
         attr.sq_psn = 0
         self.qp.to_rts(attr)
 
-    def poll(self, count=1, timeout=10):
+    def poll(self, count=1, timeout=10, cq=None):
+        cq = self.cq if cq is None else cq
         wcs = []
-        wait_for(lambda: wcs.extend(self.cq.poll(count - len(wcs))[1]) or
+        wait_for(lambda: wcs.extend(cq.poll(count - len(wcs))[1]) or
                  len(wcs) >= count, timeout=timeout, interval=0.001,
                  what="completions")
         return wcs
@@ -131,8 +136,8 @@ def pair(request, srnic, veth):
 
 
 def fill(end, seed):
-    data = random.Random(seed).randbytes(BUF)
-    end.mr.write(data, BUF)
+    data = random.Random(seed).randbytes(end.buf)
+    end.mr.write(data, end.buf)
     return data
 
 

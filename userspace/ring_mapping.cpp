@@ -2,7 +2,6 @@
 #include "ring_mapping.h"
 
 #include <cerrno>
-#include <sys/mman.h>
 
 namespace srnic
 {
@@ -14,25 +13,12 @@ int RingMapping::map(int cmd_fd, const srnic_queue_desc &desc, uint32_t ctrl_siz
 	if (!ring_geometry_is_valid(desc.mmap_size, ctrl_size, desc.num_entries, desc.entry_size,
 				    min_entry_size))
 		return EPROTO;
-
-	void *addr = mmap(nullptr, desc.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, cmd_fd,
-			  static_cast<off_t>(desc.mmap_offset));
-	if (addr == MAP_FAILED)
-		return errno;
-
-	addr_ = addr;
-	size_ = desc.mmap_size;
+	const int err = mapping_.map(cmd_fd, desc.mmap_offset, desc.mmap_size);
+	if (err)
+		return err;
 	desc_ = desc;
 	ctrl_size_ = ctrl_size;
 	return 0;
-}
-
-void RingMapping::reset() noexcept
-{
-	if (addr_)
-		munmap(addr_, size_);
-	addr_ = nullptr;
-	size_ = 0;
 }
 
 } // namespace srnic

@@ -6,12 +6,11 @@
 #define SRNIC_RING_MAPPING_H
 
 #include "queue.h"
+#include "shared_mapping.h"
 
 #include <rdma/srnic-abi.h>
 
-#include <cstddef>
 #include <cstdint>
-#include <utility>
 
 namespace srnic
 {
@@ -19,44 +18,22 @@ namespace srnic
 class RingMapping
 {
     public:
-	RingMapping() noexcept = default;
-	RingMapping(const RingMapping &) = delete;
-	RingMapping &operator=(const RingMapping &) = delete;
-	RingMapping(RingMapping &&other) noexcept
-	    : addr_(std::exchange(other.addr_, nullptr)), size_(std::exchange(other.size_, 0)),
-	      desc_(other.desc_), ctrl_size_(other.ctrl_size_)
-	{
-	}
-	RingMapping &operator=(RingMapping &&other) noexcept
-	{
-		if (this != &other) {
-			reset();
-			addr_ = std::exchange(other.addr_, nullptr);
-			size_ = std::exchange(other.size_, 0);
-			desc_ = other.desc_;
-			ctrl_size_ = other.ctrl_size_;
-		}
-		return *this;
-	}
-	~RingMapping() { reset(); }
-
 	// Checks the geometry (entries of at least min_entry_size bytes, all
 	// inside the mapping) and maps it. Returns 0 or a positive errno:
 	// EPROTO for a geometry that cannot be trusted.
 	[[nodiscard]] int map(int cmd_fd, const srnic_queue_desc &desc, uint32_t ctrl_size,
 			      uint32_t min_entry_size) noexcept;
 
-	void reset() noexcept;
+	void reset() noexcept { mapping_.reset(); }
 
-	[[nodiscard]] bool mapped() const noexcept { return addr_ != nullptr; }
+	[[nodiscard]] bool mapped() const noexcept { return mapping_.mapped(); }
 	[[nodiscard]] RingView view() const noexcept
 	{
-		return RingView(addr_, ctrl_size_, desc_.num_entries, desc_.entry_size);
+		return RingView(mapping_.data(), ctrl_size_, desc_.num_entries, desc_.entry_size);
 	}
 
     private:
-	void *addr_ = nullptr;
-	size_t size_ = 0;
+	SharedMapping mapping_;
 	srnic_queue_desc desc_ = {};
 	uint32_t ctrl_size_ = 0;
 };

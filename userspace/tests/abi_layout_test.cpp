@@ -37,7 +37,20 @@ TEST(SrnicAbi, QueueControlRecordKeepsEachSideOnItsOwnCacheLine)
 	EXPECT_EQ(offsetof(srnic_queue_ctrl, notify_seq), 136u);
 	EXPECT_EQ(offsetof(srnic_queue_ctrl, direct_gen), 140u);
 	EXPECT_EQ(offsetof(srnic_queue_ctrl, completed), 144u);
+	EXPECT_EQ(offsetof(srnic_queue_ctrl, loan_live), 148u);
+	EXPECT_EQ(offsetof(srnic_queue_ctrl, loan_done), 152u);
+	EXPECT_EQ(offsetof(srnic_queue_ctrl, loan_end), 156u);
 	EXPECT_EQ(sizeof(srnic_queue_ctrl), 192u);
+}
+
+TEST(SrnicAbi, DirectLoanResponse)
+{
+	EXPECT_EQ(offsetof(srnic_direct_loan_resp, mmap_offset), 0u);
+	EXPECT_EQ(offsetof(srnic_direct_loan_resp, mmap_size), 8u);
+	EXPECT_EQ(offsetof(srnic_direct_loan_resp, rq_offset), 16u);
+	EXPECT_EQ(offsetof(srnic_direct_loan_resp, cq_offset), 32u);
+	EXPECT_EQ(offsetof(srnic_direct_loan_resp, loan_id), 44u);
+	EXPECT_EQ(sizeof(srnic_direct_loan_resp), 48u);
 }
 
 TEST(SrnicAbi, CqeLayout)

@@ -114,8 +114,8 @@ TEST(DirectWindowTest, RefusesAnMrOutsideItsMappingAndBoundsAccesses)
 	resp.page_offset = 100;
 	resp.length = 8100; // 100 + 8100 > 8192
 	DirectWindow w;
-	EXPECT_EQ(w.map(-1, 1, resp), EPROTO);
-	EXPECT_FALSE(w.serves(1, 0));
+	EXPECT_EQ(w.map(-1, 1, false, resp), EPROTO);
+	EXPECT_FALSE(w.serves(1, false, 0));
 	EXPECT_TRUE(w.stale(0));
 
 	// A memfd stands in for the uverbs fd.
@@ -125,11 +125,12 @@ TEST(DirectWindowTest, RefusesAnMrOutsideItsMappingAndBoundsAccesses)
 	resp.length = 4000;
 	resp.iova = 0x5000;
 	resp.gen = 3;
-	ASSERT_EQ(w.map(fd, 1, resp), 0);
+	ASSERT_EQ(w.map(fd, 1, false, resp), 0);
 	close(fd);
-	EXPECT_TRUE(w.serves(1, 3));
-	EXPECT_FALSE(w.serves(2, 3));
-	EXPECT_FALSE(w.serves(1, 4));
+	EXPECT_TRUE(w.serves(1, false, 3));
+	EXPECT_FALSE(w.serves(1, true, 3)); // an R_Key's window serves no receive
+	EXPECT_FALSE(w.serves(2, false, 3));
+	EXPECT_FALSE(w.serves(1, false, 4));
 	EXPECT_TRUE(w.stale(4));
 	std::byte *base = w.at(0x5000, 4000);
 	ASSERT_NE(base, nullptr);
@@ -140,8 +141,58 @@ TEST(DirectWindowTest, RefusesAnMrOutsideItsMappingAndBoundsAccesses)
 	EXPECT_EQ(w.at(0x5000, UINT64_MAX), nullptr);
 	base[3999] = std::byte{0x5a}; // mapped and writable
 	DirectWindow moved = std::move(w);
-	EXPECT_FALSE(w.serves(1, 3));
+	EXPECT_FALSE(w.serves(1, false, 3));
 	EXPECT_EQ(moved.at(0x5000 + 3999, 1)[0], std::byte{0x5a});
+}
+
+TEST(DirectLoanTest, RefusesRingsOutsideTheMappingAndFindsBoth)
+{
+	constexpr uint32_t ctrl = 256;
+	srnic_direct_loan_resp resp = {};
+	resp.mmap_size = 8192;
+	resp.rq_offset = 0;
+	resp.rq_num_entries = 16;
+	resp.rq_entry_size = 64; // a header and three SGEs
+	resp.rq_max_sge = 3;
+	resp.cq_offset = 4096;
+	resp.cq_num_entries = 64; // 256 + 64 * 64 > 4096
+	resp.dest_qpn = 0x22;
+	resp.loan_id = 5;
+	DirectLoan loan;
+	EXPECT_EQ(loan.map(-1, ctrl, resp), EPROTO);
+	resp.cq_num_entries = 32;
+	resp.rq_max_sge = 4; // 16 + 4 * 16 > 64
+	EXPECT_EQ(loan.map(-1, ctrl, resp), EPROTO);
+	resp.rq_max_sge = 3;
+	resp.loan_id = 0; // never a loan's id
+	EXPECT_EQ(loan.map(-1, ctrl, resp), EPROTO);
+	resp.loan_id = 5;
+	EXPECT_FALSE(loan.mapped());
+
+	const int fd = memfd_create("direct_loan_test", 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(ftruncate(fd, 8192), 0);
+	ASSERT_EQ(loan.map(fd, ctrl, resp), 0);
+	close(fd);
+	ASSERT_TRUE(loan.mapped());
+	EXPECT_EQ(loan.id(), 5u);
+	EXPECT_EQ(loan.dest_qpn(), 0x22u);
+	EXPECT_EQ(loan.rq_max_sge(), 3u);
+	const RingView rq = loan.rq();
+	const RingView cq = loan.cq();
+	EXPECT_EQ(rq.num_entries(), 16u);
+	EXPECT_EQ(cq.num_entries(), 32u);
+	EXPECT_EQ(reinterpret_cast<std::byte *>(&cq.ctrl()) -
+			  reinterpret_cast<std::byte *>(&rq.ctrl()),
+		  4096);
+	EXPECT_EQ(rq.entry(1) - rq.entry(0), 64);
+	EXPECT_EQ(cq.entry(0) - reinterpret_cast<std::byte *>(&cq.ctrl()), ctrl);
+	// Both rings are one shared mapping: a write through one view shows.
+	store_release(cq.ctrl().producer, 7);
+	EXPECT_EQ(load_acquire(loan.cq().ctrl().producer), 7u);
+	loan.reset();
+	EXPECT_FALSE(loan.mapped());
+	EXPECT_EQ(loan.id(), 0u);
 }
 
 } // namespace

@@ -199,12 +199,24 @@ struct srnic_query_dm_resp {
  */
 enum srnic_qp_methods {
 	SRNIC_METHOD_QP_DIRECT_WINDOW = (1U << UVERBS_ID_NS_SHIFT),
+	SRNIC_METHOD_QP_DIRECT_LOAN,
 };
 
 enum srnic_direct_window_attrs {
 	SRNIC_ATTR_DIRECT_WINDOW_QP_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
 	SRNIC_ATTR_DIRECT_WINDOW_RKEY,		/* __u32, in */
 	SRNIC_ATTR_DIRECT_WINDOW_RESP,		/* struct srnic_direct_window_resp */
+	SRNIC_ATTR_DIRECT_WINDOW_FLAGS,		/* __u32, in, optional */
+};
+
+/* SRNIC_ATTR_DIRECT_WINDOW_FLAGS */
+enum srnic_direct_window_flags {
+	/*
+	 * The key is an L_Key of the destination QP's PD in one of its
+	 * receive WQEs (a loan, below), whose MR must grant local write:
+	 * the window serves SENDs the provider delivers itself.
+	 */
+	SRNIC_DIRECT_WINDOW_RECV = 1 << 0,
 };
 
 struct srnic_direct_window_resp {
@@ -214,6 +226,50 @@ struct srnic_direct_window_resp {
 	__aligned_u64 length;	/* bytes of the MR */
 	__u32 page_offset;	/* where iova is in the mapping */
 	__u32 gen;		/* the direct_gen the window serves under */
+};
+
+/*
+ * The SEND half of the direct path: a loan (Documentation/design.rst,
+ * "Direct path"). SRNIC_METHOD_QP_DIRECT_LOAN, a method of the QP object,
+ * lends an RC QP connected to a QP of the same device the destination's
+ * receive queue and receive CQ: one mapping (mmap() of the uverbs fd at
+ * mmap_offset, mmap_size bytes, MAP_SHARED) holding the destination's RQ
+ * ring at rq_offset and its receive CQ's ring at cq_offset, each starting
+ * with its struct srnic_queue_ctrl (queue_ctrl_size bytes). While the
+ * poster's SQ control record says loan_live == loan_id, the provider may
+ * deliver a SEND itself: take the receive WQE at the RQ's consumer index,
+ * copy the payload through receive windows (SRNIC_DIRECT_WINDOW_RECV),
+ * write the receive CQE at the CQ's producer index with its owner byte
+ * last (the commit), then publish both indexes. The kernel ends a loan
+ * (loan_live changes) before anything else touches that RQ or CQ, zaps the
+ * mapping, counts the CQEs committed (owner bytes) and takes the indexes
+ * over; then it writes loan_end (the CQ's producer index it took over)
+ * and loan_done = loan_id. A provider that saw loan_live change after its
+ * commit waits for loan_done and knows from loan_end whether its CQE
+ * counted. The destination's own engine work (the poster's SENDs that the
+ * engine executes) takes the indexes over without ending the loan.
+ * Granted only when the destination has no SRQ, a receive CQ of its own
+ * (no other QP or SRQ, not its send CQ) without a completion channel, and
+ * the caller may access the destination owner's memory (as for windows).
+ * Errors as for windows; EBUSY: another QP holds a loan on the
+ * destination.
+ */
+enum srnic_direct_loan_attrs {
+	SRNIC_ATTR_DIRECT_LOAN_QP_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	SRNIC_ATTR_DIRECT_LOAN_RESP,		/* struct srnic_direct_loan_resp */
+};
+
+struct srnic_direct_loan_resp {
+	__aligned_u64 mmap_offset;
+	__aligned_u64 mmap_size;
+	__u32 rq_offset;
+	__u32 rq_num_entries;
+	__u32 rq_entry_size;
+	__u32 rq_max_sge;
+	__u32 cq_offset;
+	__u32 cq_num_entries;
+	__u32 dest_qpn;
+	__u32 loan_id;		/* never 0 */
 };
 
 /* ---- Shared queue control record ----------------------------------- */
@@ -256,7 +312,10 @@ struct srnic_queue_ctrl {
 	__u32 notify_seq;	/* bumped by the provider on each arm */
 	__u32 direct_gen;	/* SQs: see SRNIC_METHOD_QP_DIRECT_WINDOW */
 	__u32 completed;	/* SQs: consumer as of the last completion written */
-	__u32 reserved2[11];
+	__u32 loan_live;	/* SQs: the loan in force, 0 for none */
+	__u32 loan_done;	/* SQs: the last loan ended and settled */
+	__u32 loan_end;		/* SQs: its CQ producer index at the end */
+	__u32 reserved2[8];
 };
 
 /* ---- Work queue elements ------------------------------------------- */
@@ -386,6 +445,7 @@ struct srnic_cqe {
 #endif
 
 SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_ucontext_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_direct_loan_resp, 48);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_ucontext_resp, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_pd_resp, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_queue_desc, 24);
