@@ -122,14 +122,15 @@ int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		refcount_set(&srq->ref, 1);
 		init_completion(&srq->released);
 		srq->xrcd = to_srnic_xrcd(init->ext.xrc.xrcd);
+		/* Its completions end any loan of the CQ (srnic_direct.c). */
+		srnic_direct_cq_user_add(to_srnic_cq(init->ext.cq));
 		/* Published last: XRC_TGT QPs find it from now on. */
 		err = xa_insert(&srq->xrcd->srqs, srq->srqn, srq, GFP_KERNEL);
 		if (err) {
+			srnic_direct_cq_user_del(to_srnic_cq(init->ext.cq));
 			srq->xrcd = NULL;
 			goto err_destroy_ring;
 		}
-		/* Its completions end any loan of the CQ (srnic_direct.c). */
-		srnic_direct_cq_user_add(to_srnic_cq(init->ext.cq));
 	}
 	return 0;
 
