@@ -90,6 +90,7 @@ static struct page *srnic_direct_sink;
  * @mr: the MR, referenced until the window is revoked; NULL for a loan
  * @pages: the pages mapped: @mr's, or a loan's own array of the
  *	   destination's RQ ring pages followed by its receive CQ's
+ * @own_pages: @pages is the window's own array (a loan's), freed with it
  * @loan_cq: a loan: the destination's receive CQ; NULL for an MR window
  * @loan_id: a loan: its id (srnic_queue_ctrl.loan_live)
  * @npages: pages of the mapping
@@ -108,6 +109,7 @@ struct srnic_direct_window {
 	struct srnic_qp *dest;
 	struct srnic_mr *mr;
 	struct page **pages;
+	bool own_pages;
 	struct srnic_cq *loan_cq;
 	u32 loan_id;
 	unsigned long npages;
@@ -123,7 +125,7 @@ static void srnic_direct_window_release(struct kref *ref)
 	struct srnic_direct_window *w =
 		container_of(ref, struct srnic_direct_window, ref);
 
-	if (w->loan_id)
+	if (w->own_pages)
 		kvfree(w->pages);
 	kfree(w);
 }
@@ -569,9 +571,8 @@ srnic_direct_window_alloc(struct ib_ucontext *uctx, struct srnic_mr *mr,
 	INIT_LIST_HEAD(&w->link);
 	w->mr = mr;
 	w->pages = pages ? pages : mr->pages;
+	w->own_pages = pages;
 	w->npages = npages;
-	/* Marks an owned array until the caller sets the id. */
-	w->loan_id = pages ? U32_MAX : 0;
 
 	inode = alloc_anon_inode(srnic_direct_mnt->mnt_sb);
 	if (IS_ERR(inode)) {
