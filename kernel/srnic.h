@@ -1245,7 +1245,7 @@ int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
 		  bool solicited);
 int srnic_cq_post_flush(struct srnic_cq *cq, u64 wr_id, u32 qp_num,
 			u8 wc_opcode);
-u32 srnic_cq_adopt_committed(struct srnic_cq *cq, u32 max, u32 *producer);
+bool srnic_cq_adopt_lent(struct srnic_cq *cq, u32 n, u32 *producer);
 
 /* srnic_qp.c: queue pairs */
 int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,

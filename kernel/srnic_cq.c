@@ -415,44 +415,53 @@ int srnic_cq_post_flush(struct srnic_cq *cq, u64 wr_id, u32 qp_num,
 }
 
 /**
- * srnic_cq_adopt_committed() - take over CQEs a direct loan's poster wrote
+ * srnic_cq_adopt_lent() - take over the CQEs a direct loan's poster wrote
  * @cq: a user CQ whose loan just ended (or whose poster is quiescent)
- * @max: how many there can be at most (receive WQEs the poster could take)
+ * @n: how many: the receive WQEs the poster took since the kernel's
+ *     consumer index last moved
  * @producer: set to the producer index after them
  *
- * The poster publishes the producer index after each CQE it commits, so
- * the CQEs up to the published index are taken as written (the poster may
- * be laps ahead of the kernel's index by now); then come those from there
- * on whose owner byte holds their lap's phase, which only a committed CQE
- * has (the slot's last write was the previous lap's, or none): one the
- * poster committed and had no time to publish. A published index behind
- * the kernel's, or beyond @max, is ignored.
+ * The poster takes a receive WQE (moves the RQ's consumer index) only
+ * once the CQE for it is written but for its owner byte, which it stores
+ * after (as the engine, whose consumer index moves before its CQE). The
+ * loan may have ended in between: the owner bytes of all @n are stored
+ * here, the last one perhaps for the first time. @n CQEs that do not fit
+ * the ring (a bogus index) are not taken.
  *
- * Return: how many CQEs the producer index moved by.
+ * Return: whether the producer index moved by @n (else it did not move).
  */
-u32 srnic_cq_adopt_committed(struct srnic_cq *cq, u32 max, u32 *producer)
+bool srnic_cq_adopt_lent(struct srnic_cq *cq, u32 n, u32 *producer)
 {
 	u32 num = cq->ring.num_entries;
 	unsigned long flags;
-	u32 n, scanned = 0, p;
+	u32 p, i, consumer;
+	bool fits;
 
 	spin_lock_irqsave(&cq->lock, flags);
 	p = cq->producer;
-	n = READ_ONCE(cq->ring.ctrl->producer) - p;
-	if (n > max)
-		n = 0;
-	while (n < max && scanned++ < num) {
-		const struct srnic_cqe *slot = srnic_queue_entry(&cq->ring, p + n);
+	/*
+	 * As srnic_cq_post(): the consumer is done reading those slots. It
+	 * may have polled some of the poster's CQEs already: anywhere from
+	 * p + n - num to p + n.
+	 */
+	consumer = smp_load_acquire(&cq->ring.ctrl->consumer);
+	fits = p + n - consumer <= num;
+	if (fits) {
+		for (i = 0; i < n; i++) {
+			struct srnic_cqe *slot = srnic_queue_entry(&cq->ring,
+								   p + i);
 
-		if (READ_ONCE(slot->owner) != srnic_cqe_phase(p + n, num))
-			break;
-		n++;
+			/* As srnic_cq_write_cqe(): the body, then the owner. */
+			smp_store_release(&slot->owner,
+					  srnic_cqe_phase(p + i, num));
+		}
+		p += n;
 	}
-	cq->producer = p + n;
-	WRITE_ONCE(cq->ring.ctrl->producer, p + n);
-	*producer = p + n;
+	cq->producer = p;
+	WRITE_ONCE(cq->ring.ctrl->producer, p);
+	*producer = p;
 	spin_unlock_irqrestore(&cq->lock, flags);
-	return n;
+	return fits;
 }
 
 static int srnic_cqe_to_wc_flags(u8 cqe_flags)

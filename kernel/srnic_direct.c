@@ -273,7 +273,7 @@ static bool srnic_direct_unlink(struct srnic_dev *sdev,
 }
 
 /*
- * Take over the receive WQEs and CQEs the poster of loan @w committed:
+ * Take over the receive WQEs the poster of loan @w took and their CQEs:
  * *@end is the CQ's producer index after them. The poster is quiescent:
  * the loan ended and its mapping is zapped, or it has posted to the
  * engine the work the caller is about to do. Under direct_mutex.
@@ -283,23 +283,24 @@ static void srnic_direct_loan_adopt(struct srnic_direct_window *w, u32 *end)
 	struct srnic_qp *dest = w->dest;
 	struct srnic_wq *rq = &dest->rq;
 	unsigned long flags;
-	u32 n;
+	u32 taken;
 
 	lockdep_assert_held(&w->sdev->direct_mutex);
 	spin_lock_irqsave(&rq->lock, flags);
 	/*
-	 * The poster may have taken more WQEs than the ring holds since the
-	 * kernel's consumer index last moved: the raw producer index bounds
-	 * them (an untrusted value: it only limits how far the indexes move).
+	 * The consumer index the poster published counts what it took (with
+	 * the CQE bodies written: pairs with its release). An untrusted
+	 * value: beyond the raw producer index, or with CQEs that do not fit
+	 * the CQ, nothing is taken.
 	 */
-	n = srnic_cq_adopt_committed(w->loan_cq,
-				     READ_ONCE(rq->ring.ctrl->producer) -
-				     rq->consumer, end);
-	if (n) {
-		rq->consumer += n;
-		/* As srnic_wq_pop_fit(): the slots are read, the owner may reuse them. */
-		smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
-	}
+	taken = smp_load_acquire(&rq->ring.ctrl->consumer) - rq->consumer;
+	if (taken > READ_ONCE(rq->ring.ctrl->producer) - rq->consumer)
+		taken = 0;
+	if (!srnic_cq_adopt_lent(w->loan_cq, taken, end))
+		taken = 0;
+	rq->consumer += taken;
+	/* As srnic_wq_pop_fit(); also puts a bogus index right. */
+	smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
 	spin_unlock_irqrestore(&rq->lock, flags);
 }
 

@@ -445,14 +445,17 @@ void complete_direct(const Qp &qp, Cq &cq, const ibv_send_wr &wr, ibv_wc_opcode 
 	std::atomic_thread_fence(std::memory_order_seq_cst);
 	if (load_relaxed(ctrl.direct_gen) != gen || load_relaxed(ctrl.loan_live) != id)
 		return false; // not committed: the engine delivers it
-	// The commit: the destination polls this byte (release: body first).
+	// The commit: the WQE taken (release: body first). As with the
+	// engine, the consumer index moves before the CQE shows, so the
+	// destination that polls it finds the slot free to post again. A
+	// loan that ends from here on counts the CQE and stores its owner.
+	store_release(rq.ctrl().consumer, c + 1);
+	// The destination polls this byte.
 	std::atomic_ref<__u8>(rcqe->owner)
 		.store(cqe_owner_phase(p, rcq.num_entries()), std::memory_order_release);
 	std::atomic_thread_fence(std::memory_order_seq_cst);
 	if (load_relaxed(ctrl.loan_live) == id) {
-		// Counted by any later end of the loan; the indexes for the
-		// destination's provider and the next SEND.
-		store_release(rq.ctrl().consumer, c + 1);
+		// The producer index for the next SEND.
 		store_release(rcq.ctrl().producer, p + 1);
 	} else {
 		const bool counted = loan_settled_with(ctrl, id, p);

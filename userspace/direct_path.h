@@ -18,8 +18,9 @@
 // SENDs the same way, through a loan (SRNIC_METHOD_QP_DIRECT_LOAN): the
 // destination's RQ and receive CQ mapped here. The provider takes the
 // receive WQE, copies the payload through receive windows (the destination's
-// MRs by L_Key), writes the receive CQE with its owner byte last (the commit)
-// and publishes the two indexes, all while the kernel says the loan is live
+// MRs by L_Key), writes the receive CQE but its owner byte, then moves the
+// RQ's consumer index (the commit), stores the owner byte and publishes the
+// CQ's producer index, all while the kernel says the loan is live
 // (srnic_queue_ctrl.loan_live); a loan that ended around the commit is
 // settled by the kernel's loan_done/loan_end.
 #ifndef SRNIC_DIRECT_PATH_H

@@ -239,10 +239,12 @@ struct srnic_direct_window_resp {
  * poster's SQ control record says loan_live == loan_id, the provider may
  * deliver a SEND itself: take the receive WQE at the RQ's consumer index,
  * copy the payload through receive windows (SRNIC_DIRECT_WINDOW_RECV),
- * write the receive CQE at the CQ's producer index with its owner byte
- * last (the commit), then publish both indexes. The kernel ends a loan
- * (loan_live changes) before anything else touches that RQ or CQ, zaps the
- * mapping, counts the CQEs committed (owner bytes) and takes the indexes
+ * write the receive CQE at the CQ's producer index but its owner byte,
+ * move the RQ's consumer index past the WQE (the commit: release after the
+ * CQE's body), then store the owner byte and publish the CQ's producer
+ * index. The kernel ends a loan (loan_live changes) before anything else
+ * touches that RQ or CQ, zaps the mapping, takes one CQE (storing its owner
+ * byte) for each WQE the consumer index moved past and takes the indexes
  * over; then it writes loan_end (the CQ's producer index it took over)
  * and loan_done = loan_id. A provider that saw loan_live change after its
  * commit waits for loan_done and knows from loan_end whether its CQE
