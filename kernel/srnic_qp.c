@@ -274,12 +274,23 @@ void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq)
 {
 	struct srnic_cq *cq = to_srnic_cq(is_sq ? qp->ibqp.send_cq :
 					  qp->ibqp.recv_cq);
+	enum ib_qp_state state;
 	unsigned long flags;
 	u32 producer;
 
 	if (!wq->ring.ctrl)
 		return;
 	spin_lock_irqsave(&wq->lock, flags);
+	/*
+	 * The caller saw the error state, perhaps long ago: the task that
+	 * read it before a RESET must not flush the new connection's WQEs.
+	 * RESET stores the state before it takes this lock to discard.
+	 */
+	state = READ_ONCE(qp->state);
+	if (state != IB_QPS_ERR && !(is_sq && state == IB_QPS_SQE)) {
+		spin_unlock_irqrestore(&wq->lock, flags);
+		return;
+	}
 	producer = srnic_wq_read_producer(qp, wq);
 	for (; wq->consumer != producer; wq->consumer++) {
 		void *entry = srnic_queue_entry(&wq->ring, wq->consumer);
