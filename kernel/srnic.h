@@ -21,6 +21,7 @@
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
+#include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -872,6 +873,8 @@ struct srnic_resp {
  *		   device of this netdev in the sender's namespace: packets
  *		   are handed to its receive path instead of the IP layer
  *		   (srnic_tx_send(); UD)
+ * @route_cache: where the route to @daddr is kept between packets (a
+ *		 connected QP's), or NULL: looked up for each packet
  */
 struct srnic_path {
 	bool ipv6;
@@ -884,6 +887,7 @@ struct srnic_path {
 	u32 flow_label;
 	__be16 sport;
 	int local_ifindex;
+	struct dst_cache *route_cache;
 };
 
 /**
@@ -902,6 +906,7 @@ struct srnic_path {
  * @req: requester state, used only by @task
  * @resp: wire responder state, used only by @task
  * @path: where the QP's packets go (set at RTR, for a wire destination)
+ * @route_cache: @path's route, per CPU (srnic_tx_send())
  * @rxq: received packets waiting for @task
  * @last_wqe_pending: the QP, attached to an SRQ, entered the error state;
  *		      its task reports IB_EVENT_QP_LAST_WQE_REACHED once it
@@ -928,6 +933,7 @@ struct srnic_qp {
 	struct srnic_req req;
 	struct srnic_resp resp;
 	struct srnic_path path;
+	struct dst_cache route_cache;
 	struct sk_buff_head rxq;
 	atomic_t last_wqe_pending;
 	struct srnic_xrcd *xrcd;

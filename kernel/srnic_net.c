@@ -537,6 +537,39 @@ static struct dst_entry *srnic_route6(struct srnic_dev *sdev,
 	return dst;
 }
 
+/*
+ * The route of @path: from its route cache, if it has one (per CPU; the
+ * cache's dst_check() drops a route that routing changes made stale),
+ * else looked up, and then kept there.
+ */
+static struct dst_entry *srnic_route(struct srnic_dev *sdev,
+				     const struct srnic_path *path)
+{
+	struct dst_cache *cache = path->route_cache;
+	struct dst_entry *dst;
+
+	if (cache) {
+		/* The cache is per CPU: no softirq may use it meanwhile. */
+		local_bh_disable();
+		dst = dst_cache_get(cache);
+		local_bh_enable();
+		if (dst)
+			return dst;
+	}
+	dst = path->ipv6 ? srnic_route6(sdev, path) : srnic_route4(sdev, path);
+	if (!cache || IS_ERR(dst))
+		return dst;
+	local_bh_disable();
+	if (!path->ipv6)
+		dst_cache_set_ip4(cache, dst, path->saddr.v4);
+#if IS_ENABLED(CONFIG_IPV6)
+	else
+		dst_cache_set_ip6(cache, dst, &path->saddr.v6);
+#endif
+	local_bh_enable();
+	return dst;
+}
+
 static void srnic_push_udp(struct sk_buff *skb, const struct srnic_path *path)
 {
 	struct udphdr *udph;
@@ -670,8 +703,7 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 	u32 crc;
 
 	if (!path->local_ifindex) {
-		dst = path->ipv6 ? srnic_route6(sdev, path) :
-				   srnic_route4(sdev, path);
+		dst = srnic_route(sdev, path);
 		if (IS_ERR(dst)) {
 			kfree_skb(skb);
 			return PTR_ERR(dst);

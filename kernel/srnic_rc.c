@@ -1475,6 +1475,9 @@ int srnic_rc_init(struct srnic_qp *qp)
 	int err;
 
 	skb_queue_head_init(&qp->rxq);
+	err = dst_cache_init(&qp->route_cache, GFP_KERNEL);
+	if (err)
+		return err;
 	hrtimer_init(&qp->req.rnr_hrtimer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	qp->req.rnr_hrtimer.function = srnic_req_rnr_timer;
 	qp->req.wqe = kmalloc(qp->sq.ring.entry_size, GFP_KERNEL);
@@ -1510,6 +1513,7 @@ void srnic_rc_cleanup(struct srnic_qp *qp)
 	kfree(qp->req.rwqe);
 	qp->req.wqe = NULL;
 	qp->req.rwqe = NULL;
+	dst_cache_destroy(&qp->route_cache);
 }
 
 /**
@@ -1567,11 +1571,19 @@ static int srnic_rc_resolve_path(struct srnic_qp *qp)
 {
 	const struct ib_global_route *grh = &qp->attrs.ah_attr.grh;
 
+	int err;
+
 	memset(&qp->path, 0, sizeof(qp->path));
 	if (!grh->sgid_attr)
 		return -EINVAL;
-	return srnic_path_init(&qp->path, &grh->sgid_attr->gid, grh,
-			       qp->ibqp.qp_num, qp->attrs.dest_qp_num);
+	err = srnic_path_init(&qp->path, &grh->sgid_attr->gid, grh,
+			      qp->ibqp.qp_num, qp->attrs.dest_qp_num);
+	if (err)
+		return err;
+	/* Routes cached for an earlier destination are stale. */
+	dst_cache_reset(&qp->route_cache);
+	qp->path.route_cache = &qp->route_cache;
+	return 0;
 }
 
 /**

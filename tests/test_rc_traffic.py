@@ -748,6 +748,51 @@ def test_rnr_then_receive_arrives(topology):
         p.close()
 
 
+def test_route_change_applies_to_a_connected_qp(topology):
+    """A QP keeps its route between packets (srnic_route() in
+    kernel/srnic_net.c); a change of routing still applies from the next
+    packet on. With a route to the peer through a gateway that does not
+    answer ARP, a SEND makes no progress (its packets wait for a neighbour
+    that never resolves, and are retried); once that route is gone again
+    it is delivered, once. (A blackhole route would not do: a lookup bound
+    to the output device, as srnic's are, ignores it.)"""
+    a_end = topology.a
+    if a_end.kind != "srnic" or not a_end.netns:
+        pytest.skip("needs side a an srnic device in a netns of its own, "
+                    "whose main table routes its packets")
+    p = RCPair(topology)
+    gateway = topology.b.addr.rsplit(".", 1)[0] + ".99"
+    route = ["ip", "route", "{}", f"{topology.b.addr}/32", "via", gateway,
+             "dev", a_end.netdev]
+    try:
+        # 268 ms a retry, 7 of them: the detour below costs two or so.
+        p.connect(timeout=16)
+        a, b = p.a, p.b
+        data = [payload(3000) for _ in range(2)]
+        src = [a.mr(3000) for _ in data]
+        dst = [b.mr(3000) for _ in data]
+        for i, d in enumerate(data):
+            src[i].write(d, 3000)
+            b.qp.post_recv(recv_wr(800 + i, [sge(dst[i])]))
+        # The first SEND: the route is looked up, and kept.
+        a.qp.post_send(send_wr(810, e.IBV_WR_SEND, [sge(src[0])]))
+        check_ok(a.poll()[0], 810, e.IBV_WC_SEND)
+        check_ok(b.poll()[0], 800, e.IBV_WC_RECV, 3000)
+        run(*[w.format("add") for w in route], netns=a_end.netns)
+        try:
+            a.qp.post_send(send_wr(811, e.IBV_WR_SEND, [sge(src[1])]))
+            assert a.drain(settle=0.4) == [], "sent along a stale route"
+            assert b.drain() == []
+        finally:
+            run(*[w.format("del") for w in route], netns=a_end.netns)
+        check_ok(a.poll()[0], 811, e.IBV_WC_SEND)
+        check_ok(b.poll()[0], 801, e.IBV_WC_RECV, 3000)
+        assert [d.read(3000, 0) for d in dst] == data
+        assert a.drain(settle=0.3) == [] and b.drain() == []
+    finally:
+        p.close()
+
+
 # ---- post errnos -------------------------------------------------------------
 
 def test_post_to_reset_qp_einval(pair):
