@@ -11,10 +11,15 @@ JSON line with the peer's {"qpn", "addr", "rkey"}, connects, posts one
 signaled 64-byte RDMA WRITE of its buffer to the peer's addr (or, with
 send, one 64-byte SEND, for tests/test_direct_send.py), and prints a last
 JSON line {"status", "opcode"} of its completion.
+
+post_as_nobody() runs it so, as uid 65534, from a test.
 """
 import json
+import os
+import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pyverbs.enums as e
 from pyverbs.addr import AHAttr, GlobalRoute
@@ -76,6 +81,36 @@ def main():
     cq.close()
     pd.close()
     ctx.close()
+
+
+def post_as_nobody(end, dev, mode, counter):
+    """This script as uid 65534 (no capabilities) on device dev, connected
+    to end (a test_rc_local.RcEnd, not connected yet), posting one mode
+    ("write" into end's MR at offset 0, or "send"). Returns its result
+    ({"status", "opcode"}) and the value of counter() just before it
+    posted."""
+    peer = subprocess.Popen(
+        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+         sys.executable, os.path.abspath(__file__), dev, str(end.gidx),
+         mode],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        hello = json.loads(peer.stdout.readline())
+        end.connect(SimpleNamespace(
+            ctx=end.ctx, gidx=end.gidx,
+            qp=SimpleNamespace(qp_num=hello["qpn"])))
+        before = counter()
+        peer.stdin.write(json.dumps({"qpn": end.qp.qp_num,
+                                     "addr": end.mr.buf,
+                                     "rkey": end.mr.rkey}) + "\n")
+        peer.stdin.flush()
+        result = json.loads(peer.stdout.readline())
+        assert peer.wait(timeout=30) == 0
+    finally:
+        if peer.poll() is None:
+            peer.kill()
+            peer.wait()
+    return result, before
 
 
 if __name__ == "__main__":

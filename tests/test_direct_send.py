@@ -14,11 +14,6 @@ destination's RQ or CQ again (the poster's own large SENDs, an empty RQ,
 the destination entering the error state, a CQ resize, another QP on the
 CQ) takes the committed work over exactly once.
 """
-import json
-import os
-import subprocess
-import sys
-from types import SimpleNamespace
 
 import pytest
 
@@ -29,8 +24,8 @@ pytest.importorskip("pyverbs")
 import pyverbs.enums as e  # noqa: E402
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
 from pyverbs.wr import SGE, RecvWR, SendWR  # noqa: E402
+from direct_path_peer import post_as_nobody  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 RECV_OFF = 0x8000          # b's receive buffers start here in its MR
 
 
@@ -316,28 +311,11 @@ def test_no_loan_of_another_users_queues(pair):
               buf=0x20000)   # not connected yet
     fill(a, 41)
     post_recv(a, 77, [(RECV_OFF, 128)])
-    peer = subprocess.Popen(
-        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
-         sys.executable, os.path.join(HERE, "direct_path_peer.py"),
-         "srnic0", str(a.gidx), "send"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        hello = json.loads(peer.stdout.readline())
-        a.connect(SimpleNamespace(
-            ctx=a.ctx, gidx=a.gidx,
-            qp=SimpleNamespace(qp_num=hello["qpn"])))
-        before = loans()
-        peer.stdin.write(json.dumps({"qpn": a.qp.qp_num, "addr": 0,
-                                     "rkey": 0}) + "\n")
-        peer.stdin.flush()
-        result = json.loads(peer.stdout.readline())
-        assert peer.wait(timeout=30) == 0
+        result, before = post_as_nobody(a, "srnic0", "send", loans)
         (rc,) = a.poll(cq=a.rcq)
         data = a.mr.read(64, RECV_OFF)
     finally:
-        if peer.poll() is None:
-            peer.kill()
-            peer.wait()
         a.close()
     assert (result["status"], result["opcode"]) == \
         (e.IBV_WC_SUCCESS, e.IBV_WC_SEND), result
