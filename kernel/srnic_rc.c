@@ -1570,7 +1570,6 @@ int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
 static int srnic_rc_resolve_path(struct srnic_qp *qp)
 {
 	const struct ib_global_route *grh = &qp->attrs.ah_attr.grh;
-
 	int err;
 
 	memset(&qp->path, 0, sizeof(qp->path));

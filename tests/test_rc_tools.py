@@ -13,10 +13,10 @@ provider rings a doorbell with write() on every post, is only recorded.
 """
 import itertools
 import os
-import subprocess
 
 import pytest
 
+from harness import link_counters
 from perftools import TOOL_TIMEOUT, perftest_argv, run_pair, syscalls_per_post
 from topology import KIND, topology  # noqa: F401 (fixture)
 
@@ -62,14 +62,6 @@ def test_perftest(topology, tool, size, tmp_path):
         out
 
 
-def direct_loans(end):
-    """end's device counter direct_loans (srnic only)."""
-    out = end.cmd("rdma", "statistic", "show", "link", f"{end.name}/1")
-    words = subprocess.run(out, capture_output=True, text=True,
-                           check=True).stdout.split()
-    return int(words[words.index("direct_loans") + 1])
-
-
 def test_send_lat_with_a_full_receive_queue(topology, tmp_path):
     """ib_send_lat posts rx_depth (512) receives and reposts each the
     moment its completion is polled, more iterations than that: its RQ is
@@ -82,7 +74,8 @@ def test_send_lat_with_a_full_receive_queue(topology, tmp_path):
     if topology.id != "one-device":
         pytest.skip("the loans are one device's; the wire runs in "
                     "test_perftest")
-    before = direct_loans(topology.a) if KIND == "srnic" else 0
+    before = (link_counters(topology.a)["direct_loans"]
+              if KIND == "srnic" else 0)
     runs = 8
     for i in range(runs):
         port = next(ports)
@@ -97,7 +90,8 @@ def test_send_lat_with_a_full_receive_queue(topology, tmp_path):
     if KIND == "srnic":
         # Two loans a run (each end sends to the other): the direct path
         # was the one under test.
-        assert direct_loans(topology.a) - before == 2 * runs
+        assert link_counters(topology.a)["direct_loans"] - before == \
+            2 * runs
 
 
 # ---- syscalls per post -------------------------------------------------------
