@@ -1218,6 +1218,8 @@ int srnic_mr_copy(struct srnic_mr *dst, u64 dst_iova, struct srnic_mr *src,
 
 /* srnic_payload.c: the payload ICRC and copy routines */
 u32 srnic_payload_crc32(u32 crc, const void *data, size_t len);
+int srnic_payload_crc32_named(const char *name, u32 *crc, const void *data,
+			      size_t len);
 void srnic_payload_copy(void *dst, const void *src, size_t len);
 void srnic_payload_init(void);
 void srnic_payload_exit(void);

@@ -10,7 +10,10 @@
  *
  *   lookup l|r KEY PDN ACCESS IOVA LEN   look up and release at once
  *   fill KEY PDN IOVA LEN SEED           rkey, REMOTE_WRITE; write pattern
- *   crc KEY PDN IOVA LEN                 rkey, REMOTE_READ; CRC-32 of range
+ *   crc KEY PDN IOVA LEN [ROUTINE]       rkey, REMOTE_READ; CRC-32 of range
+ *                                        by the payload ICRC routine in
+ *                                        use or the one named (crc32_le,
+ *                                        fold, crypto), at IOVA's alignment
  *   copy DKEY DPDN DIOVA SKEY SPDN SIOVA LEN
  *                                        lkeys; dst needs LOCAL_WRITE
  *   hold KEY PDN IOVA                    keep a reference (one at a time)
@@ -113,17 +116,20 @@ out:
 }
 
 static int srnic_test_crc32(struct srnic_dev *sdev, u32 key, u32 pdn,
-			    u64 iova, u64 len)
+			    u64 iova, u64 len, const char *routine)
 {
 	struct srnic_mr *mr;
-	u8 *buf;
+	u8 *buf, *data;
+	u32 crc = ~0U;
 	int err;
 
 	if (len > SRNIC_TEST_MAX_LEN)
 		return -E2BIG;
-	buf = kvmalloc(len ?: 1, GFP_KERNEL);
+	buf = kvmalloc(len + 8, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
+	/* The bytes keep the alignment they have at @iova. */
+	data = buf + (iova & 7);
 
 	mr = srnic_test_lookup(sdev, key, SRNIC_RKEY, pdn,
 			       IB_ACCESS_REMOTE_READ, iova, len);
@@ -131,10 +137,12 @@ static int srnic_test_crc32(struct srnic_dev *sdev, u32 key, u32 pdn,
 		err = PTR_ERR(mr);
 		goto out;
 	}
-	err = srnic_mr_copy_from(mr, iova, buf, len);
+	err = srnic_mr_copy_from(mr, iova, data, len);
 	srnic_mr_put(mr);
 	if (!err)
-		srnic_test_crc = crc32_le(~0, buf, len) ^ ~0;
+		err = srnic_payload_crc32_named(routine, &crc, data, len);
+	if (!err)
+		srnic_test_crc = crc ^ ~0U;
 out:
 	kvfree(buf);
 	return err;
@@ -293,6 +301,7 @@ static int srnic_test_command(struct srnic_dev *sdev, const char *cmd)
 	u64 iova, iova2, len;
 	u32 key, key2, pdn, pdn2, seed;
 	struct srnic_mr *mr;
+	char routine[16];
 	int access;
 	char kind;
 
@@ -311,8 +320,10 @@ static int srnic_test_command(struct srnic_dev *sdev, const char *cmd)
 	if (sscanf(cmd, "fill %x %u %llx %llu %u", &key, &pdn, &iova, &len,
 		   &seed) == 5)
 		return srnic_test_fill(sdev, key, pdn, iova, len, seed);
-	if (sscanf(cmd, "crc %x %u %llx %llu", &key, &pdn, &iova, &len) == 4)
-		return srnic_test_crc32(sdev, key, pdn, iova, len);
+	routine[0] = '\0';
+	if (sscanf(cmd, "crc %x %u %llx %llu %15s", &key, &pdn, &iova, &len,
+		   routine) >= 4)
+		return srnic_test_crc32(sdev, key, pdn, iova, len, routine);
 	if (sscanf(cmd, "copy %x %u %llx %x %u %llx %llu", &key, &pdn, &iova,
 		   &key2, &pdn2, &iova2, &len) == 7)
 		return srnic_test_copy(sdev, key, pdn, iova, key2, pdn2, iova2,

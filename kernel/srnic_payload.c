@@ -4,11 +4,13 @@
  *
  * Every payload byte that goes on or comes off the wire is covered by the
  * ICRC (a CRC-32): srnic_payload_crc32() runs it with the kernel's
- * crc32_le() (table-driven, lib/crc32.c) or with the crypto API's "crc32"
- * (crc32-pclmul on x86: carry-less multiplication), whichever is faster
- * here: like the kernel's RAID xor code (crypto/xor.c), the module times
- * both once at load. srnic.crc_method= forces one ("crc32_le" or
- * "crypto"). The headers' few bytes always use crc32_le().
+ * crc32_le() (table-driven, lib/crc32.c), with srnic_crc32_fold() (shifts
+ * and xors, no tables: the fastest under QEMU's TCG) or with the crypto
+ * API's "crc32" (crc32-pclmul on x86: carry-less multiplication),
+ * whichever is fastest here: like the kernel's RAID xor code
+ * (crypto/xor.c), the module checks and times them once at load.
+ * srnic.crc_method= forces one ("crc32_le", "fold" or "crypto"). The
+ * headers' few bytes always use crc32_le().
  *
  * Every payload byte is also copied, page by page (MR to MR for local
  * delivery, MR to skb, skb to MR): srnic_payload_copy() is the kernel's
@@ -38,12 +40,28 @@
 static char *crc_method = "auto";
 module_param(crc_method, charp, 0444);
 MODULE_PARM_DESC(crc_method,
-		 "Payload ICRC routine: auto (time them at load, keep the fastest), crc32_le, crypto (the crypto API's crc32, e.g. crc32-pclmul)");
+		 "Payload ICRC routine: auto (time them at load, keep the fastest), crc32_le, fold, crypto (the crypto API's crc32, e.g. crc32-pclmul)");
+
+/* The payload ICRC routines; srnic_crc_routine_names[] spells them. */
+enum srnic_crc_routine {
+	SRNIC_CRC_LE,
+	SRNIC_CRC_FOLD,
+	SRNIC_CRC_CRYPTO,
+	SRNIC_CRC_ROUTINES
+};
+
+static const char *const srnic_crc_routine_names[SRNIC_CRC_ROUTINES] = {
+	[SRNIC_CRC_LE] = "crc32_le",
+	[SRNIC_CRC_FOLD] = "fold",
+	[SRNIC_CRC_CRYPTO] = "crypto",
+};
+
+static enum srnic_crc_routine srnic_crc_routine __read_mostly = SRNIC_CRC_LE;
 
 /* CRCs shorter than this use crc32_le(): the crypto call costs more. */
 #define SRNIC_CRC_CRYPTO_MIN 256
 
-/* The crypto API's crc32, when it is the faster one; else NULL. */
+/* The crypto API's crc32, while SRNIC_CRC_CRYPTO is chosen; else NULL. */
 static struct crypto_shash *srnic_crc_tfm;
 
 /* The crypto API's crc32 continuing @crc, as crc32_le() would. */
@@ -60,6 +78,91 @@ static u32 srnic_crc32_crypto(struct crypto_shash *tfm, u32 crc,
 	return *(u32 *)shash_desc_ctx(desc);
 }
 
+/*
+ * The fold: x^274 = x^93 + x^75 + x^19 + x^11 + 1 modulo the CRC-32
+ * polynomial (found by a search of the multiples of the polynomial with six
+ * terms; checked at load against crc32_le()). So a bit of degree d >= 274 can
+ * be replaced by five bits of degree d - 181, d - 199, d - 255, d - 263 and
+ * d - 274 without changing the remainder, which is all a CRC depends on.
+ * SRNIC_FOLD_TAIL is 274 bits in bytes, rounded up: what is left unfolded.
+ */
+#define SRNIC_FOLD_TAIL 35
+#define SRNIC_FOLD_MIN 64
+
+/**
+ * srnic_crc32_fold() - crc32_le() without table lookups in its main loop
+ * @crc: the running CRC, as crc32_le() takes it
+ * @data: the bytes
+ * @len: how many
+ *
+ * The ICRC is a reflected CRC: the first byte holds the highest powers and
+ * a byte's bit 0 the highest of its eight, so in a little-endian 64-bit word
+ * a lower bit is a higher power, and a bit moved k powers down moves k bits
+ * up, into the next word past bit 63. Each word of the message, with what
+ * earlier words folded into it, is folded into the 2nd to 5th words after it
+ * (every distance is at least 64 bits), which wait in five registers, until
+ * fewer than 8 + SRNIC_FOLD_TAIL bytes remain; crc32_le() finishes over those
+ * with the folded bits added. The running CRC enters as the first four
+ * bytes' xor, as in crc32_le(). Per 8 bytes: one load, 11 shifts and
+ * 12 xors, against slice-by-8's nine loads. Under QEMU's TCG, where every
+ * load is a software TLB lookup, that is 3.6 times faster (1.9 against
+ * 6.7 us per 4 KiB, timed in the bench VM); on hardware the tables or
+ * PCLMUL win, and srnic_crc_pick() keeps those.
+ *
+ * Return: the running CRC, the same as crc32_le(@crc, @data, @len).
+ */
+static u32 srnic_crc32_fold(u32 crc, const void *data, size_t len)
+{
+	const u8 *p = data, *end = p + len;
+	u64 cur = crc, next1 = 0, next2 = 0, next3 = 0, next4 = 0;
+	u8 tail[48];
+	size_t rest;
+
+	if (len < SRNIC_FOLD_MIN)
+		return crc32_le(crc, data, len);
+	while (end - p >= 8 + SRNIC_FOLD_TAIL) {
+		u64 v = get_unaligned_le64(p) ^ cur;
+
+		cur = next1;
+		next1 = next2 ^ (v << 53);				/* 181 */
+		next2 = next3 ^ (v >> 11) ^ (v << 7) ^ (v << 63);	/* 181, 199, 255 */
+		next3 = next4 ^ (v >> 57) ^ (v >> 1) ^ (v << 7) ^
+			(v << 18);					/* 199, 255, 263, 274 */
+		next4 = (v >> 57) ^ (v >> 46);				/* 263, 274 */
+		p += 8;
+	}
+	/*
+	 * 35 to 42 bytes are left, and no folded bit lies past the end: a
+	 * bit moves down by 274 powers at most, and only bits 274 or more
+	 * powers above the end were folded.
+	 */
+	rest = end - p;
+	memset(tail, 0, sizeof(tail));
+	memcpy(tail, p, rest);
+	put_unaligned_le64(get_unaligned_le64(tail) ^ cur, tail);
+	put_unaligned_le64(get_unaligned_le64(tail + 8) ^ next1, tail + 8);
+	put_unaligned_le64(get_unaligned_le64(tail + 16) ^ next2, tail + 16);
+	put_unaligned_le64(get_unaligned_le64(tail + 24) ^ next3, tail + 24);
+	put_unaligned_le64(get_unaligned_le64(tail + 32) ^ next4, tail + 32);
+	return crc32_le(0, tail, rest);
+}
+
+static u32 srnic_crc32_by(enum srnic_crc_routine routine,
+			  struct crypto_shash *tfm, u32 crc,
+			  const void *data, size_t len)
+{
+	switch (routine) {
+	case SRNIC_CRC_FOLD:
+		return srnic_crc32_fold(crc, data, len);
+	case SRNIC_CRC_CRYPTO:
+		if (len >= SRNIC_CRC_CRYPTO_MIN)
+			return srnic_crc32_crypto(tfm, crc, data, len);
+		fallthrough;
+	default:
+		return crc32_le(crc, data, len);
+	}
+}
+
 /**
  * srnic_payload_crc32() - continue a CRC-32 (the ICRC) over payload bytes
  * @crc: the running CRC, as crc32_le() takes it
@@ -72,15 +175,42 @@ static u32 srnic_crc32_crypto(struct crypto_shash *tfm, u32 crc,
  */
 u32 srnic_payload_crc32(u32 crc, const void *data, size_t len)
 {
-	if (srnic_crc_tfm && len >= SRNIC_CRC_CRYPTO_MIN)
-		return srnic_crc32_crypto(srnic_crc_tfm, crc, data, len);
-	return crc32_le(crc, data, len);
+	return srnic_crc32_by(srnic_crc_routine, srnic_crc_tfm, crc, data,
+			      len);
+}
+
+/**
+ * srnic_payload_crc32_named() - a CRC-32 by one named routine (test hook)
+ * @name: "crc32_le", "fold", "crypto", or "" for the routine in use
+ * @crc: the running CRC in, the new one out
+ * @data: the bytes
+ * @len: how many
+ *
+ * Return: 0; -EINVAL for an unknown name; -ENODEV for "crypto" when the
+ * module did not choose the crypto API's crc32.
+ */
+int srnic_payload_crc32_named(const char *name, u32 *crc, const void *data,
+			      size_t len)
+{
+	int routine = srnic_crc_routine;
+
+	if (*name) {
+		routine = match_string(srnic_crc_routine_names,
+				       SRNIC_CRC_ROUTINES, name);
+		if (routine < 0)
+			return routine;
+	}
+	if (routine == SRNIC_CRC_CRYPTO && !srnic_crc_tfm)
+		return -ENODEV;
+	*crc = srnic_crc32_by(routine, srnic_crc_tfm, *crc, data, len);
+	return 0;
 }
 
 #define SRNIC_CRC_BENCH_ROUNDS 16
 
 /* Nanoseconds for SRNIC_CRC_BENCH_ROUNDS CRCs of a page, the best of 3. */
-static u64 srnic_crc_time(struct crypto_shash *tfm, const void *buf, u32 *out)
+static u64 srnic_crc_time(enum srnic_crc_routine routine,
+			  struct crypto_shash *tfm, const void *buf)
 {
 	u64 best = U64_MAX;
 	int i, j;
@@ -90,58 +220,98 @@ static u64 srnic_crc_time(struct crypto_shash *tfm, const void *buf, u32 *out)
 		u32 crc = ~0U;
 
 		for (j = 0; j < SRNIC_CRC_BENCH_ROUNDS; j++)
-			crc = tfm ? srnic_crc32_crypto(tfm, crc, buf, PAGE_SIZE) :
-				    crc32_le(crc, buf, PAGE_SIZE);
+			crc = srnic_crc32_by(routine, tfm, crc, buf, PAGE_SIZE);
 		best = min(best, ktime_get_ns() - t0);
-		*out = crc;
+		/* Keeps the CRCs from being optimised away. */
+		barrier_data(&crc);
 	}
 	return best;
 }
 
+/*
+ * Whether @routine gives crc32_le()'s result for a few lengths around
+ * SRNIC_FOLD_MIN and the tail, at an odd alignment, and a page's.
+ */
+static bool srnic_crc_agrees(enum srnic_crc_routine routine,
+			     struct crypto_shash *tfm, const u8 *buf)
+{
+	static const u16 lens[] = { 0, 1, 63, 64, 65, 77, 78, 256, 1000,
+				    PAGE_SIZE - 3 };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		u32 seed = 0x12345678 * (i + 1);
+
+		if (srnic_crc32_by(routine, tfm, seed, buf + 3, lens[i]) !=
+		    crc32_le(seed, buf + 3, lens[i]))
+			return false;
+	}
+	return true;
+}
+
 static void srnic_crc_pick(void)
 {
+	enum srnic_crc_routine best = SRNIC_CRC_LE, r, forced;
 	struct crypto_shash *tfm;
-	u64 t_le, t_crypto;
-	u32 crc_le, crc_crypto;
-	void *buf;
+	u64 t[SRNIC_CRC_ROUTINES] = {};
+	bool ok[SRNIC_CRC_ROUTINES] = {};
+	int i;
+	u8 *buf;
 
-	if (!strcmp(crc_method, "crc32_le"))
-		return;
-	tfm = crypto_alloc_shash("crc32", 0, 0);
-	if (IS_ERR(tfm)) {
-		pr_info("srnic: no crypto crc32 (%ld), ICRC by crc32_le\n",
-			PTR_ERR(tfm));
-		return;
-	}
-	if (crypto_shash_descsize(tfm) != sizeof(u32)) {
-		crypto_free_shash(tfm);
-		return;
-	}
-	if (!strcmp(crc_method, "crypto")) {
-		srnic_crc_tfm = tfm;
-		return;
-	}
-	if (strcmp(crc_method, "auto"))
+	i = match_string(srnic_crc_routine_names, SRNIC_CRC_ROUTINES,
+			 crc_method);
+	forced = i < 0 ? SRNIC_CRC_ROUTINES : i;
+	if (i < 0 && strcmp(crc_method, "auto"))
 		pr_warn("srnic: crc_method=%s unknown, timing the routines\n",
 			crc_method);
-	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
-	if (!buf) {
+	tfm = crypto_alloc_shash("crc32", 0, 0);
+	if (IS_ERR(tfm)) {
+		pr_info("srnic: no crypto crc32 (%ld)\n", PTR_ERR(tfm));
+		tfm = NULL;
+	} else if (crypto_shash_descsize(tfm) != sizeof(u32)) {
 		crypto_free_shash(tfm);
-		return;
+		tfm = NULL;
 	}
-	memset(buf, 0xa5, PAGE_SIZE);
-	t_le = srnic_crc_time(NULL, buf, &crc_le);
-	t_crypto = srnic_crc_time(tfm, buf, &crc_crypto);
+	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!buf)
+		goto out;
+	get_random_bytes(buf, PAGE_SIZE);
+	for (r = SRNIC_CRC_LE; r < SRNIC_CRC_ROUTINES; r++) {
+		if (r == SRNIC_CRC_CRYPTO && !tfm)
+			continue;
+		/* A routine that disagrees with crc32_le() is never used. */
+		ok[r] = srnic_crc_agrees(r, tfm, buf);
+		if (!ok[r]) {
+			pr_err("srnic: ICRC routine %s gives wrong results, not used\n",
+			       srnic_crc_routine_names[r]);
+			continue;
+		}
+		if (forced != SRNIC_CRC_ROUTINES)
+			continue;
+		t[r] = srnic_crc_time(r, tfm, buf);
+		if (t[r] < t[best])
+			best = r;
+	}
 	kfree(buf);
-	/* A driver that disagrees with crc32_le() is not used at all. */
-	if (crc_crypto == crc_le && t_crypto < t_le)
+	if (forced != SRNIC_CRC_ROUTINES) {
+		if (ok[forced])
+			best = forced;
+		else
+			pr_warn("srnic: crc_method=%s not available, using crc32_le\n",
+				crc_method);
+	} else {
+		pr_info("srnic: payload ICRC: crc32_le %llu ns, fold %llu ns, crypto %s %llu ns per %lu KiB; using %s\n",
+			t[SRNIC_CRC_LE], t[SRNIC_CRC_FOLD],
+			tfm ? crypto_shash_driver_name(tfm) : "(none)",
+			t[SRNIC_CRC_CRYPTO],
+			SRNIC_CRC_BENCH_ROUNDS * PAGE_SIZE / 1024,
+			srnic_crc_routine_names[best]);
+	}
+out:
+	srnic_crc_routine = best;
+	if (best == SRNIC_CRC_CRYPTO)
 		srnic_crc_tfm = tfm;
-	pr_info("srnic: payload ICRC: crc32_le %llu ns, crypto %s %llu ns%s per %lu KiB; using %s\n",
-		t_le, crypto_shash_driver_name(tfm), t_crypto,
-		crc_crypto == crc_le ? "" : " (WRONG RESULT)",
-		SRNIC_CRC_BENCH_ROUNDS * PAGE_SIZE / 1024,
-		srnic_crc_tfm ? "crypto" : "crc32_le");
-	if (!srnic_crc_tfm)
+	else if (tfm)
 		crypto_free_shash(tfm);
 }
 
