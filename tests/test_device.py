@@ -295,10 +295,11 @@ def test_demo_shows_two_active_devices_with_gids(srnic):
     assert "13107200 bytes in" in out and "100 iters in" in out, out
 
 
-def engine_threads(link):
-    """Names of the NIC engine threads of the device whose parent is link."""
+def engine_thread_pids(link):
+    """{name: pid} of the NIC engine threads of the device whose parent is
+    link."""
     index = link[len("link"):]
-    names = []
+    threads = {}
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
@@ -306,8 +307,19 @@ def engine_threads(link):
             except OSError:
                 continue
             if comm.startswith(f"srnic/{index}:"):
-                names.append(comm)
-    return sorted(names)
+                threads[comm] = int(pid)
+    return threads
+
+
+def engine_threads(link):
+    """Names of the NIC engine threads of the device whose parent is link."""
+    return sorted(engine_thread_pids(link))
+
+
+def nice_of(pid):
+    """The nice value of a task: field 19 of /proc/PID/stat."""
+    stat = sysfs_read(f"/proc/{pid}/stat")
+    return int(stat[stat.rindex(")") + 2:].split()[16])
 
 
 def test_engine_threads_live_with_the_device(srnic, veth):
@@ -318,3 +330,17 @@ def test_engine_threads_live_with_the_device(srnic, veth):
                                     for i in range(os.cpu_count())]
     link_delete("srnic0")
     assert engine_threads(link) == []
+
+
+def test_engine_threads_run_at_engine_nice(srnic, veth):
+    """The engines run ahead of the applications they serve (nice -10 by
+    default, srnic.engine_nice; kernel/srnic_engine.c has why)."""
+    with open("/sys/module/srnic/parameters/engine_nice") as f:
+        assert int(f.read()) == -10
+    link_add("srnic0", veth.a)
+    link = os.path.basename(os.path.realpath(f"{SYSFS_IB}/srnic0/device"))
+    pids = engine_thread_pids(link)
+    assert len(pids) == os.cpu_count()
+    assert {name: nice_of(pid) for name, pid in pids.items()} == \
+        {name: -10 for name in pids}
+    assert nice_of(os.getpid()) == 0
