@@ -66,23 +66,70 @@ static const enum srnic_counter srnic_parse_drop_counter[] = {
 	[SRNIC_PARSE_UNEXPECTED_PAYLOAD] = SRNIC_CNT_RX_DROP_BAD_PAYLOAD,
 };
 
-static __wsum srnic_csum_crc32_update(const void *buf, int len, __wsum crc)
+/**
+ * srnic_skb_crc32() - continue the ICRC's CRC-32 over bytes of an skb
+ * @skb: the packet; its linear part, page fragments and frag list count
+ * @offset: first byte, from skb->data
+ * @len: bytes; @offset + @len is at most skb->len
+ * @crc: the CRC so far
+ *
+ * One running CRC through every piece, without a copy. Not
+ * __skb_checksum(): it starts each fragment's CRC from zero and joins it
+ * to the rest with crc32_le_combine(), a polynomial multiplication (eleven
+ * 32-step products for a 4 KiB fragment) that cost as much as the CRC of
+ * the fragment itself under TCG: 2 us of a packet's 4 on each end.
+ *
+ * Return: the CRC after those bytes.
+ */
+static u32 srnic_skb_crc32(const struct sk_buff *skb, int offset, int len,
+			   u32 crc)
 {
-	return (__force __wsum)srnic_payload_crc32((__force u32)crc, buf, len);
-}
+	int start = skb_headlen(skb), i, n;
+	const struct sk_buff *frag_iter;
 
-static __wsum srnic_csum_crc32_combine(__wsum crc, __wsum crc2, int offset,
-				       int len)
-{
-	return (__force __wsum)crc32_le_combine((__force u32)crc,
-						(__force u32)crc2, len);
-}
+	n = min(start - offset, len);
+	if (n > 0) {
+		crc = srnic_payload_crc32(crc, skb->data + offset, n);
+		offset += n;
+		len -= n;
+	}
+	for (i = 0; len > 0 && i < skb_shinfo(skb)->nr_frags; i++) {
+		const skb_frag_t *frag = &skb_shinfo(skb)->frags[i];
+		int end = start + skb_frag_size(frag);
+		u32 p_off, p_len, done;
+		struct page *p;
 
-/* Lets __skb_checksum() run the ICRC over paged skbs without a copy. */
-static const struct skb_checksum_ops srnic_crc32_ops = {
-	.update = srnic_csum_crc32_update,
-	.combine = srnic_csum_crc32_combine,
-};
+		n = min(end - offset, len);
+		if (n > 0) {
+			skb_frag_foreach_page(frag, skb_frag_off(frag) +
+					      offset - start, n, p, p_off,
+					      p_len, done) {
+				u8 *vaddr = kmap_local_page(p);
+
+				crc = srnic_payload_crc32(crc, vaddr + p_off,
+							  p_len);
+				kunmap_local(vaddr);
+			}
+			offset += n;
+			len -= n;
+		}
+		start = end;
+	}
+	skb_walk_frags(skb, frag_iter) {
+		int end = start + frag_iter->len;
+
+		if (len <= 0)
+			break;
+		n = min(end - offset, len);
+		if (n > 0) {
+			crc = srnic_skb_crc32(frag_iter, offset - start, n, crc);
+			offset += n;
+			len -= n;
+		}
+		start = end;
+	}
+	return crc;
+}
 
 /*
  * The ICRC of the packet at skb->data (its BTH; headers parsed into @pkt
@@ -97,9 +144,7 @@ static bool srnic_icrc_ok(struct sk_buff *skb, const struct srnic_pkt *pkt)
 
 	crc = srnic_icrc_headers(l3, skb->protocol == htons(ETH_P_IPV6),
 				 skb->data, pkt->hdr_len);
-	crc = (__force u32)__skb_checksum(skb, pkt->hdr_len, body,
-					  (__force __wsum)crc,
-					  &srnic_crc32_ops);
+	crc = srnic_skb_crc32(skb, pkt->hdr_len, body, crc);
 	if (skb_copy_bits(skb, pkt->hdr_len + body, &icrc, sizeof(icrc)))
 		return false;
 	return srnic_icrc_finish(crc) == icrc;
@@ -728,12 +773,9 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 	crc = srnic_icrc_headers(skb_network_header(skb), path->ipv6,
 				 skb_transport_header(skb) +
 				 sizeof(struct udphdr), transport_hdr_len);
-	crc = (__force u32)__skb_checksum(skb, skb_transport_offset(skb) +
-					  sizeof(struct udphdr) +
-					  transport_hdr_len,
-					  transport_len - transport_hdr_len,
-					  (__force __wsum)crc,
-					  &srnic_crc32_ops);
+	crc = srnic_skb_crc32(skb, skb_transport_offset(skb) +
+			      sizeof(struct udphdr) + transport_hdr_len,
+			      transport_len - transport_hdr_len, crc);
 	*icrc = srnic_icrc_finish(crc);
 
 	if (!dst)

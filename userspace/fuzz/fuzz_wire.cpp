@@ -280,7 +280,7 @@ void check_icrc(const uint8_t *data, size_t len, const srnic_pkt &pkt, bool ipv6
 
 	// The skb's linear area, exactly: IP, UDP and the pulled transport
 	// bytes. The rest of the packet is a separate exact-size buffer, like
-	// the page fragments __skb_checksum() walks.
+	// the page fragments srnic_skb_crc32() walks.
 	uint8_t *frame = static_cast<uint8_t *>(malloc(head));
 	CHECK(frame);
 	fill_l3(frame, ipv6, len, data, len);
