@@ -280,7 +280,7 @@ static void srnic_crc_pick(void)
 		if (r == SRNIC_CRC_CRYPTO && !tfm)
 			continue;
 		/* A routine that disagrees with crc32_le() is never used. */
-		ok[r] = srnic_crc_agrees(r, tfm, buf);
+		ok[r] = r == SRNIC_CRC_LE || srnic_crc_agrees(r, tfm, buf);
 		if (!ok[r]) {
 			pr_err("srnic: ICRC routine %s gives wrong results, not used\n",
 			       srnic_crc_routine_names[r]);
@@ -300,10 +300,20 @@ static void srnic_crc_pick(void)
 			pr_warn("srnic: crc_method=%s not available, using crc32_le\n",
 				crc_method);
 	} else {
-		pr_info("srnic: payload ICRC: crc32_le %llu ns, fold %llu ns, crypto %s %llu ns per %lu KiB; using %s\n",
-			t[SRNIC_CRC_LE], t[SRNIC_CRC_FOLD],
+		char times[SRNIC_CRC_ROUTINES][24];
+
+		/* A routine not timed (absent or wrong) shows as "-". */
+		for (r = SRNIC_CRC_LE; r < SRNIC_CRC_ROUTINES; r++) {
+			if (t[r])
+				scnprintf(times[r], sizeof(times[r]), "%llu ns",
+					  t[r]);
+			else
+				strscpy(times[r], "-", sizeof(times[r]));
+		}
+		pr_info("srnic: payload ICRC: crc32_le %s, fold %s, crypto %s %s per %lu KiB; using %s\n",
+			times[SRNIC_CRC_LE], times[SRNIC_CRC_FOLD],
 			tfm ? crypto_shash_driver_name(tfm) : "(none)",
-			t[SRNIC_CRC_CRYPTO],
+			times[SRNIC_CRC_CRYPTO],
 			SRNIC_CRC_BENCH_ROUNDS * PAGE_SIZE / 1024,
 			srnic_crc_routine_names[best]);
 	}
