@@ -109,10 +109,13 @@ def link_delete(name, check=True):
 
 def link_counters(end):
     """An RDMA device's `rdma statistic` counters (name -> value); end is a
-    tests/topology.py End (the command runs in its netns)."""
-    out = run(*end.cmd("rdma", "statistic", "show", "link",
-                       f"{end.name}/1")).stdout.split()
-    i = out.index(f"{end.name}/1") + 1
+    tests/topology.py End (the command runs in its netns) or the name of a
+    device in init_net."""
+    name = end if isinstance(end, str) else end.name
+    argv = ("rdma", "statistic", "show", "link", f"{name}/1")
+    out = run(*(argv if isinstance(end, str) else end.cmd(*argv))).stdout
+    out = out.split()
+    i = out.index(f"{name}/1") + 1
     return {out[j]: int(out[j + 1]) for j in range(i, len(out) - 1, 2)}
 
 

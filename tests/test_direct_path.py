@@ -15,7 +15,7 @@ import mmap
 
 import pytest
 
-from harness import module_param, run, wait_for
+from harness import link_counters, module_param, wait_for
 from test_rc_local import (ACCESS, BUF, RcEnd, connected_pairs, fill,
                            make_devices)
 
@@ -30,8 +30,7 @@ from direct_path_peer import post_as_nobody  # noqa: E402
 
 def windows(dev="srnic0"):
     """The device's direct_windows counter."""
-    out = run("rdma", "statistic", "show", "link", f"{dev}/1").stdout.split()
-    return int(out[out.index("direct_windows") + 1])
+    return link_counters(dev)["direct_windows"]
 
 
 @pytest.fixture

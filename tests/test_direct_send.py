@@ -17,7 +17,7 @@ CQ) takes the committed work over exactly once.
 
 import pytest
 
-from harness import module_param, run
+from harness import link_counters, module_param
 from test_rc_local import RcEnd, connected_pairs, fill, make_devices
 
 pytest.importorskip("pyverbs")
@@ -31,8 +31,7 @@ RECV_OFF = 0x8000          # b's receive buffers start here in its MR
 
 def loans(dev="srnic0"):
     """The device's direct_loans counter."""
-    out = run("rdma", "statistic", "show", "link", f"{dev}/1").stdout.split()
-    return int(out[out.index("direct_loans") + 1])
+    return link_counters(dev)["direct_loans"]
 
 
 @pytest.fixture
