@@ -145,6 +145,7 @@ enum srnic_counter {
 	SRNIC_CNT_RX_DROP_UC,		/* UC: packets of messages dropped */
 	SRNIC_CNT_DIRECT_WINDOWS,	/* direct windows granted */
 	SRNIC_CNT_DIRECT_LOANS,		/* direct loans granted */
+	SRNIC_CNT_TX_BATCHES,		/* UDP GSO skbs of several packets */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -1077,8 +1078,33 @@ bool srnic_rx_icrc_checked(struct srnic_qp *qp, struct sk_buff *skb);
 struct sk_buff *srnic_rx_dequeue(struct srnic_qp *qp);
 struct sk_buff *srnic_tx_alloc(struct srnic_dev *sdev,
 			       unsigned int transport_len, gfp_t gfp);
+
+/**
+ * struct srnic_tx_batch - consecutive packets of one sender that go to the
+ * IP layer together, as one UDP GSO skb (srnic_tx_send())
+ * @head: the first packet; NULL while the batch is empty
+ * @tail: the last packet on @head's frag_list
+ * @path: their destination
+ * @count: packets in the batch
+ * @lost_psn: after a batch the IP layer refused, its first packet's PSN:
+ *	      that and the packets after it never left
+ *
+ * A sender keeps one on its stack for a run of packets and hands the rest
+ * to srnic_tx_batch_flush() at the end; srnic_tx_send() flushes earlier
+ * when the next packet does not fit.
+ */
+struct srnic_tx_batch {
+	struct sk_buff *head;
+	struct sk_buff *tail;
+	const struct srnic_path *path;
+	unsigned int count;
+	u32 lost_psn;
+};
+
 int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
-		  const struct srnic_path *path, u32 transport_hdr_len);
+		  const struct srnic_path *path, u32 transport_hdr_len,
+		  struct srnic_tx_batch *batch);
+int srnic_tx_batch_flush(struct srnic_dev *sdev, struct srnic_tx_batch *batch);
 int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb);
 void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb);
 
@@ -1333,6 +1359,8 @@ int srnic_pkt_copy_to_mr(const struct sk_buff *skb,
 			 const struct srnic_pkt *pkt, struct srnic_mr *mr,
 			 u64 iova);
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);
+void srnic_count_add(struct srnic_dev *sdev, enum srnic_counter counter,
+		     unsigned int n);
 bool srnic_req_fetch(struct srnic_qp *qp);
 bool srnic_req_finish(struct srnic_qp *qp, enum ib_wc_status status, u64 len);
 void srnic_sq_publish_completed(struct srnic_qp *qp);
@@ -1393,7 +1421,8 @@ struct srnic_txd {
 	const struct srnic_path *path;
 };
 
-int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd);
+int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd,
+		struct srnic_tx_batch *batch);
 bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode);
 u32 srnic_rnr_timer_usecs_of(u8 code);
 void srnic_req_rnr_wait(struct srnic_qp *qp, u8 code);

@@ -37,6 +37,7 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_RX_DROP_UC] = { .name = "rx_drop_uc_message" },
 	[SRNIC_CNT_DIRECT_WINDOWS] = { .name = "direct_windows" },
 	[SRNIC_CNT_DIRECT_LOANS] = { .name = "direct_loans" },
+	[SRNIC_CNT_TX_BATCHES] = { .name = "tx_batches" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);
@@ -51,6 +52,20 @@ static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter)
 {
 	atomic64_inc(&sdev->counters[counter]);
+}
+
+/**
+ * srnic_count_add() - count @n events at once
+ * @sdev: the device
+ * @counter: which
+ * @n: how many
+ *
+ * Context: any.
+ */
+void srnic_count_add(struct srnic_dev *sdev, enum srnic_counter counter,
+		     unsigned int n)
+{
+	atomic64_add(n, &sdev->counters[counter]);
 }
 
 struct rdma_hw_stats *srnic_alloc_hw_port_stats(struct ib_device *ibdev,

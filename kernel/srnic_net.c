@@ -628,8 +628,13 @@ static void srnic_push_udp(struct sk_buff *skb, const struct srnic_path *path)
 	udph->check = 0;	/* the ICRC protects the datagram */
 }
 
+/*
+ * @batch: the batch @skb joins (its IPv4 ID is then the one the batch's
+ * segmentation will give it), or NULL
+ */
 static void srnic_push_ipv4(struct sk_buff *skb, struct net *net,
-			    const struct srnic_path *path)
+			    const struct srnic_path *path,
+			    const struct srnic_tx_batch *batch)
 {
 	struct iphdr *iph;
 
@@ -646,7 +651,10 @@ static void srnic_push_ipv4(struct sk_buff *skb, struct net *net,
 	iph->protocol = IPPROTO_UDP;
 	iph->saddr = path->saddr.v4;
 	iph->daddr = path->daddr.v4;
-	__ip_select_ident(net, iph, 1);
+	if (batch)
+		iph->id = htons(ntohs(ip_hdr(batch->head)->id) + batch->count);
+	else
+		__ip_select_ident(net, iph, 1);
 	skb->protocol = htons(ETH_P_IP);
 }
 
@@ -726,6 +734,102 @@ static __le32 *srnic_tx_put_icrc_frag(struct sk_buff *skb)
 	return data;
 }
 
+static bool tx_batch = true;
+module_param(tx_batch, bool, 0644);
+MODULE_PARM_DESC(tx_batch,
+		 "Hand consecutive packets of a QP to the IP layer as one UDP GSO skb (default on)");
+
+/* Packets in one batch at most (and what the egress netdev takes). */
+#define SRNIC_TX_BATCH_MAX_PACKETS 16
+
+/*
+ * Can a packet for @path of @transport_len bytes (BTH to payload) join
+ * @batch? The batch must stay one IP datagram's length and within what
+ * the egress netdev takes as one GSO skb.
+ */
+static bool srnic_tx_batch_fits(const struct srnic_tx_batch *batch,
+				const struct srnic_path *path,
+				unsigned int transport_len)
+{
+	const struct sk_buff *head = batch->head;
+	const struct net_device *dev = skb_dst(head)->dev;
+	unsigned int len = skb_transport_offset(head) + sizeof(struct udphdr) +
+			   transport_len + SRNIC_ICRC_SIZE;
+	unsigned int max_len = min_t(unsigned int, IP_MAX_MTU,
+				     READ_ONCE(dev->gso_max_size));
+	unsigned int max_packets = min_t(unsigned int,
+					 SRNIC_TX_BATCH_MAX_PACKETS,
+					 READ_ONCE(dev->gso_max_segs));
+
+	return path == batch->path && batch->count < max_packets &&
+	       head->len + len < max_len;
+}
+
+/* Put a complete packet at the end of @batch (its frag_list). */
+static void srnic_tx_batch_add(struct srnic_tx_batch *batch,
+			       struct sk_buff *skb)
+{
+	struct sk_buff *head = batch->head;
+
+	if (batch->tail)
+		batch->tail->next = skb;
+	else
+		skb_shinfo(head)->frag_list = skb;
+	batch->tail = skb;
+	batch->count++;
+	head->len += skb->len;
+	head->data_len += skb->len;
+	head->truesize += skb->truesize;
+}
+
+/**
+ * srnic_tx_batch_flush() - hand a batch's packets to the IP layer
+ * @sdev: the sending device
+ * @batch: the batch; empty afterwards
+ *
+ * Several packets go as one skb of type SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST,
+ * as UDP's GRO builds one: the head is the first packet, the others hang
+ * on its frag_list, each with its own IP and UDP headers and ICRC. The
+ * stack segments it where needed (skb_segment_list(): no copy) and each
+ * segment is then exactly the packet srnic built: inet_gso_segment()
+ * numbers IPv4 IDs from the head's on, as srnic_push_ipv4() did, and
+ * sets each segment's IP length, the head's UDP length is its own again
+ * (gso_size), the others keep theirs. A veth passes the batch whole; the
+ * receiving socket's stack splits it in front of encap_rcv
+ * (udp_unexpected_gso()), srnic's as rxe's.
+ *
+ * Return: 0, or the IP layer's negative errno; then @batch->lost_psn is
+ * the PSN of its first packet: none of them left.
+ */
+int srnic_tx_batch_flush(struct srnic_dev *sdev, struct srnic_tx_batch *batch)
+{
+	struct sk_buff *head = batch->head;
+	struct udphdr *udph;
+
+	if (!head)
+		return 0;
+	udph = udp_hdr(head);
+	batch->lost_psn = srnic_bth_psn((const struct srnic_bth *)(udph + 1));
+	if (batch->count > 1) {
+		struct skb_shared_info *shinfo = skb_shinfo(head);
+
+		shinfo->gso_size = ntohs(udph->len) - sizeof(*udph);
+		shinfo->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
+		shinfo->gso_segs = batch->count;
+		udph->len = htons(head->len - skb_transport_offset(head));
+		/*
+		 * No checksum to offload (the UDP checksum is 0): on output
+		 * that is CHECKSUM_NONE or CHECKSUM_UNNECESSARY, and GSO
+		 * takes only the latter (netif_needs_gso()).
+		 */
+		head->ip_summed = CHECKSUM_UNNECESSARY;
+	}
+	batch->head = NULL;
+	batch->tail = NULL;
+	batch->count = 0;
+	return srnic_tx_output(sdev, head);
+}
+
 /**
  * srnic_tx_send() - checksum, encapsulate and send one packet
  * @sdev: the sending device
@@ -734,20 +838,44 @@ static __le32 *srnic_tx_put_icrc_frag(struct sk_buff *skb)
  *	  local_ifindex set, the packet goes to that srnic device's receive
  *	  path directly
  * @transport_hdr_len: bytes of BTH and extension headers at skb->data
+ * @batch: NULL to hand the packet to the IP layer now; else the batch it
+ *	   joins, or starts after the batch went (when it does not fit).
+ *	   Packets to a local srnic device and packets under fault
+ *	   injection are not batched: the batch goes first.
  *
  * Return: 0, or a negative errno when no route exists or the IP layer
- * refused the packet (the caller treats either as loss).
+ * refused the packet (the caller treats either as loss). With @batch, an
+ * error may be the batch's that went first (see @batch->lost_psn); the
+ * packet is then lost too.
  */
 int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
-		  const struct srnic_path *path, u32 transport_hdr_len)
+		  const struct srnic_path *path, u32 transport_hdr_len,
+		  struct srnic_tx_batch *batch)
 {
 	struct net *net = read_pnet(&sdev->net);
 	unsigned int transport_len = skb->len;
+	u32 psn = srnic_bth_psn((const struct srnic_bth *)skb->data);
+	struct srnic_tx_batch *join = NULL;
 	struct dst_entry *dst = NULL;
+	bool batched;
 	__le32 *icrc;
 	u32 crc;
+	int err;
 
-	if (!path->local_ifindex) {
+	batched = batch && READ_ONCE(tx_batch) && !path->local_ifindex &&
+		  !unlikely(READ_ONCE(sdev->fault.active));
+	if (batched && batch->head &&
+	    srnic_tx_batch_fits(batch, path, transport_len)) {
+		join = batch;
+	} else if (batch && batch->head) {
+		err = srnic_tx_batch_flush(sdev, batch);
+		if (err) {
+			kfree_skb(skb);
+			return err;
+		}
+	}
+
+	if (!path->local_ifindex && !join) {
 		dst = srnic_route(sdev, path);
 		if (IS_ERR(dst)) {
 			kfree_skb(skb);
@@ -767,7 +895,7 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 	if (path->ipv6)
 		srnic_push_ipv6(skb, path);
 	else
-		srnic_push_ipv4(skb, net, path);
+		srnic_push_ipv4(skb, net, path, join);
 
 	/* The ICRC covers the IP and UDP headers just built. */
 	crc = srnic_icrc_headers(skb_network_header(skb), path->ipv6,
@@ -778,14 +906,27 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 			      transport_len - transport_hdr_len, crc);
 	*icrc = srnic_icrc_finish(crc);
 
+	if (join) {
+		srnic_tx_batch_add(join, skb);
+		return 0;
+	}
 	if (!dst)
 		return srnic_tx_local(sdev, skb, path->local_ifindex);
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
+	if (batched) {
+		batch->head = skb;
+		batch->path = path;
+		batch->count = 1;
+		return 0;
+	}
 	if (unlikely(READ_ONCE(sdev->fault.active)) &&
 	    srnic_fault_inject(sdev, SRNIC_FAULT_TX, skb))
 		return 0;	/* lost or held, as on a real wire */
-	return srnic_tx_output(sdev, skb);
+	err = srnic_tx_output(sdev, skb);
+	if (err && batch)
+		batch->lost_psn = psn;
+	return err;
 }
 
 /**
@@ -799,6 +940,8 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb)
 {
 	struct net *net = read_pnet(&sdev->net);
+	/* A batch (srnic_tx_batch_flush()) holds several packets. */
+	unsigned int packets = skb_is_gso(skb) ? skb_shinfo(skb)->gso_segs : 1;
 	int err;
 
 	if (skb->protocol == htons(ETH_P_IPV6))
@@ -809,9 +952,12 @@ int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb)
 	/* NET_XMIT_DROP: e.g. a veth peer's backlog is full. */
 	if (err > 0)
 		err = -ENOBUFS;
-	if (!err)
-		srnic_count(sdev, SRNIC_CNT_TX_PACKETS);
-	return err;
+	if (err)
+		return err;
+	srnic_count_add(sdev, SRNIC_CNT_TX_PACKETS, packets);
+	if (packets > 1)
+		srnic_count(sdev, SRNIC_CNT_TX_BATCHES);
+	return 0;
 }
 
 /* ---- Sockets -------------------------------------------------------- */

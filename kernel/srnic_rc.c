@@ -1167,13 +1167,16 @@ static int srnic_tx_attach(const struct srnic_txd *txd, struct sk_buff *skb)
  * @qp: the sending QP, its path resolved
  * @txd: what the packet holds; the payload bytes must lie within @txd's
  *	 source (checked when the SGL or MR was resolved)
+ * @batch: the sender's batch the packet may join (srnic_tx_send()), or
+ *	   NULL to send it now
  *
  * Return: 0, or a negative errno (the packet is lost; the protocol
  * recovers as from any loss); -EFAULT if the payload could not be read
  * (an ODP page the process does not have): the READ responder answers
  * that with a remote access error, other senders leave it to the retries.
  */
-int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
+int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd,
+		struct srnic_tx_batch *batch)
 {
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	u32 flags = srnic_opcode_flags[txd->opcode];
@@ -1273,7 +1276,7 @@ int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd)
 	}
 
 	err = srnic_tx_send(sdev, skb, txd->path ? txd->path : &qp->path,
-			    hdr_len);
+			    hdr_len, batch);
 	if (err)
 		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
 	return err;

@@ -231,6 +231,7 @@ static bool srnic_req_take(struct srnic_qp *qp)
 /* ---- Sending ---------------------------------------------------------- */
 
 static void srnic_req_ack(struct srnic_qp *qp, u32 psn);
+static bool srnic_req_rewind(struct srnic_qp *qp, u32 psn);
 
 /* The BTH opcode of a packet (RC's transport bits are 0). */
 static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
@@ -276,7 +277,8 @@ static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
  * when this one is all sent.
  */
 static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
-				       unsigned int budget)
+				       unsigned int budget,
+				       struct srnic_tx_batch *batch)
 {
 	struct srnic_req *req = &qp->req;
 	struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, req->send_index);
@@ -365,9 +367,12 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 		 * backlog): the packet never left, so it is not sent; like
 		 * a NIC with a full TX ring, stop and send it when the
 		 * task runs again (an ACK, a poll), instead of losing it
-		 * and a timeout's worth of time.
+		 * and a timeout's worth of time. A batch that went first
+		 * may have been refused instead: then from its first.
 		 */
-		if (srnic_rc_tx(qp, &txd) == -ENOBUFS && srnic_qp_acked(qp)) {
+		if (srnic_rc_tx(qp, &txd, batch) == -ENOBUFS &&
+		    srnic_qp_acked(qp)) {
+			srnic_req_rewind(qp, batch->lost_psn);
 			req->tx_blocked = true;
 			break;
 		}
@@ -388,8 +393,11 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 	return sent;
 }
 
-/* Send from @psn again: the WQE holding it, and all after it. */
-static void srnic_req_go_back(struct srnic_qp *qp, u32 psn)
+/*
+ * Make @psn the next to send: the WQE holding it, and all after it.
+ * Return whether packets sent before are sent again.
+ */
+static bool srnic_req_rewind(struct srnic_qp *qp, u32 psn)
 {
 	struct srnic_req *req = &qp->req;
 	u32 index;
@@ -407,11 +415,36 @@ static void srnic_req_go_back(struct srnic_qp *qp, u32 psn)
 	}
 	if (index == req->next_index)
 		psn = req->next_psn;
-	if (index != req->send_index || psn != req->send_psn)
-		srnic_count(to_srnic_dev(qp->ibqp.device),
-			    SRNIC_CNT_RETRANSMITS);
+	if (index == req->send_index && psn == req->send_psn)
+		return false;
 	req->send_index = index;
 	req->send_psn = psn;
+	return true;
+}
+
+/* Send from @psn again: the WQE holding it, and all after it. */
+static void srnic_req_go_back(struct srnic_qp *qp, u32 psn)
+{
+	if (srnic_req_rewind(qp, psn))
+		srnic_count(to_srnic_dev(qp->ibqp.device),
+			    SRNIC_CNT_RETRANSMITS);
+}
+
+/*
+ * Hand what a run batched to the IP layer. Packets it refused never left:
+ * the requester stops and sends them when its task runs again, as for a
+ * refused packet in srnic_req_send_wqe().
+ */
+static void srnic_req_flush(struct srnic_qp *qp, struct srnic_tx_batch *batch)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+
+	if (srnic_tx_batch_flush(sdev, batch) == -ENOBUFS &&
+	    srnic_qp_acked(qp)) {
+		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+		srnic_req_rewind(qp, batch->lost_psn);
+		qp->req.tx_blocked = true;
+	}
 }
 
 /* A packet was lost: send from @psn again with half the window. */
@@ -843,6 +876,7 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 {
 	struct srnic_req *req = &qp->req;
 	enum ib_qp_state state = READ_ONCE(qp->state);
+	struct srnic_tx_batch batch = {};
 	bool sent = false;
 
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD)
@@ -866,12 +900,15 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 		if (srnic_req_outstanding(qp)) {
 			rw = srnic_req_wqe_at(qp, srnic_req_head(qp));
 			if (rw->status != IB_WC_SUCCESS) {
+				srnic_req_flush(qp, &batch);
 				srnic_req_retire_head(qp, rw->status);
 				return false;
 			}
 			if (rw->local) {
-				if (!srnic_req_retire_head(qp, IB_WC_SUCCESS))
+				if (!srnic_req_retire_head(qp, IB_WC_SUCCESS)) {
+					srnic_req_flush(qp, &batch);
 					return false;
+				}
 				continue;
 			}
 		}
@@ -888,12 +925,13 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 			req->send_psn = srnic_psn_add(rw->last_psn, 1);
 			continue;
 		}
-		n = srnic_req_send_wqe(qp, budget);
+		n = srnic_req_send_wqe(qp, budget, &batch);
 		budget -= n;
 		sent |= n;
 		if (req->tx_blocked || (!n && rw->status == IB_WC_SUCCESS))
 			break;		/* the way out or the window is full */
 	}
+	srnic_req_flush(qp, &batch);
 	if (sent && !timer_pending(&req->timer))
 		srnic_req_arm_timer(qp);
 	if (req->tx_blocked) {

@@ -85,7 +85,7 @@ static void srnic_resp_send_aeth(struct srnic_qp *qp, u32 psn, u32 aeth)
 		.aeth = aeth,
 	};
 
-	srnic_rc_tx(qp, &txd);
+	srnic_rc_tx(qp, &txd, NULL);
 }
 
 /**
@@ -650,7 +650,7 @@ static void srnic_resp_send_atomic_ack(struct srnic_qp *qp, u32 psn, u64 orig)
 
 	/* ACKs of earlier requests go out first. */
 	srnic_resp_flush_ack(qp);
-	srnic_rc_tx(qp, &txd);
+	srnic_rc_tx(qp, &txd, NULL);
 }
 
 /*
@@ -1115,17 +1115,24 @@ static bool srnic_resp_read_mr(struct srnic_qp *qp)
  */
 bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 {
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	struct srnic_resp *resp = &qp->resp;
+	struct srnic_tx_batch batch = {};
 	u32 mtu = srnic_qp_mtu(qp);
 
 	while (resp->reading && budget--) {
 		bool last = resp->read_psn == resp->read_last_psn;
 		struct srnic_txd txd;
 
-		/* Released by srnic_resp_put_mrs() after the last run. */
-		if (resp->read_left && !resp->read_mr &&
-		    !srnic_resp_read_mr(qp))
-			break;
+		/*
+		 * Released by srnic_resp_put_mrs() after the last run. A NAK
+		 * goes after the responses before it.
+		 */
+		if (resp->read_left && !resp->read_mr) {
+			srnic_tx_batch_flush(sdev, &batch);
+			if (!srnic_resp_read_mr(qp))
+				break;
+		}
 		txd = (struct srnic_txd) {
 			.psn = resp->read_psn,
 			.aeth = srnic_aeth(SRNIC_AETH_ACK,
@@ -1145,7 +1152,8 @@ bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 				    SRNIC_OP_READ_RESPONSE_MIDDLE;
 		txd.opcode = srnic_resp_opcode(qp, op);
 		/* The ODP page to send from is not the process's any more. */
-		if (srnic_rc_tx(qp, &txd) == -EFAULT) {
+		if (srnic_rc_tx(qp, &txd, &batch) == -EFAULT) {
+			srnic_tx_batch_flush(sdev, &batch);
 			srnic_resp_read_fail(qp);
 			break;
 		}
@@ -1160,6 +1168,8 @@ bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 			resp->reading = false;
 		}
 	}
+	/* Refused responses are lost: the requester reads them again. */
+	srnic_tx_batch_flush(sdev, &batch);
 	return resp->reading;
 }
 

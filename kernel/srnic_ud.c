@@ -159,7 +159,7 @@ static enum ib_wc_status srnic_ud_send(struct srnic_qp *qp, u64 *len)
 		};
 		qp->req.next_psn = srnic_psn_add(qp->req.next_psn, 1);
 		/* A datagram lost on the way is no error of the sender. */
-		srnic_rc_tx(qp, &txd);
+		srnic_rc_tx(qp, &txd, NULL);
 	}
 	srnic_sgl_put(sgl);
 	return status;

@@ -43,6 +43,11 @@ struct srnic_bth {
 #define SRNIC_PSN_MASK SRNIC_BTH_APSN_PSN_MASK
 #define SRNIC_QPN_MASK SRNIC_BTH_DQPN_QPN_MASK
 
+static inline u32 srnic_bth_psn(const struct srnic_bth *bth)
+{
+	return be32_to_cpu(bth->apsn) & SRNIC_PSN_MASK;
+}
+
 /* ---- Extended transport headers ------------------------------------- */
 
 /* RDMA Extended Transport Header: WRITE first/only, READ request */

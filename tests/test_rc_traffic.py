@@ -23,7 +23,7 @@ from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402
                       close_all, recv_wr, send_wr, sge, status_name,
                       wc_text)
 import roce_packets as rp  # noqa: E402
-from harness import run, wait_for  # noqa: E402
+from harness import link_counters, module_param, run, wait_for  # noqa: E402
 from topology import topology  # noqa: E402,F401 (fixture)
 
 SIGNALED = e.IBV_SEND_SIGNALED
@@ -94,6 +94,48 @@ def test_rdma_read(rc, size):
     check_ok(a.poll()[0], 3, e.IBV_WC_RDMA_READ, size)
     assert local.read(size, 0) == data
     assert b.drain() == []
+
+
+WIRE_TOPOLOGIES = ("veth-two-netns", "srnic-to-rxe", "rxe-to-srnic")
+
+
+def batch_counts(topology):
+    """{device: (tx_batches, rx_drop_bad_icrc)} of the topology's srnic
+    ends."""
+    ends = {end.name: end for end in (topology.a, topology.b)
+            if end.kind == "srnic"}
+    counts = {}
+    for name, end in ends.items():
+        c = link_counters(end)
+        counts[name] = (c["tx_batches"], c["rx_drop_bad_icrc"])
+    return counts
+
+
+def test_packets_of_a_message_leave_in_batches(rc, topology):
+    """An srnic sender hands the packets of a long message to the IP layer
+    in UDP GSO batches (srnic_tx_batch_flush(): tx_batches counts them):
+    the requester its WRITE, the responder its READ responses. The stack
+    splits a batch into the packets srnic built: every one arrives with a
+    good ICRC at an srnic or rxe receiver (an ICRC that did not cover the
+    IPv4 ID or lengths a packet ends up with would drop all but the first
+    of each batch). With srnic.tx_batch=0 no batch goes."""
+    if topology.id not in WIRE_TOPOLOGIES:
+        pytest.skip("no wire between the two ends")
+    if "srnic" not in (topology.a.kind, topology.b.kind):
+        pytest.skip("no srnic end")
+    size = 1 << 20
+    before = batch_counts(topology)
+    check_write(rc, payload(size), False)
+    test_rdma_read(rc, size)
+    after = batch_counts(topology)
+    for name in before:
+        assert after[name][0] > before[name][0], (name, before, after)
+        assert after[name][1] == before[name][1], (name, before, after)
+
+    with module_param("tx_batch", 0):
+        check_write(rc, payload(size), False)
+        test_rdma_read(rc, size)
+    assert batch_counts(topology) == after
 
 
 def test_zero_length_send(rc):
