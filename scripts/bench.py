@@ -95,11 +95,14 @@ def env_int(name, default):
 
 
 # Iterations per run, the same for both drivers. Chosen so that a run on
-# rxe (the slow one: ~0.1 Gb/s, 40-140 us per 8 B round trip under TCG)
-# takes a few seconds.
+# rxe (the slow one: 0.1-0.5 Gb/s, 40-140 us per 8 B round trip under TCG)
+# takes a few seconds, and 64 KiB runs move 328 MB: about 1 s on srnic's
+# wire. With 500 (33 MB, a tenth of a second there) one scheduling hiccup
+# decided a run: srnic's wire runs of one bench varied from 1.4 to 3.7
+# Gb/s, at 5000 from 2.1 to 2.9.
 ITERS = {
     "bw_4k": env_int("SRNIC_BENCH_ITERS_BW_4K", 2000),
-    "bw_64k": env_int("SRNIC_BENCH_ITERS_BW_64K", 500),
+    "bw_64k": env_int("SRNIC_BENCH_ITERS_BW_64K", 5000),
     "lat": env_int("SRNIC_BENCH_ITERS_LAT", 1000),
 }
 # Every veth's MTU: 9000 (RoCE path MTU 4096, as RoCE fabrics run with

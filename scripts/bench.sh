@@ -13,7 +13,7 @@
 # Environment: SRNIC_BENCH_TOOL_TIMEOUT (seconds per tool run, default 60),
 # SRNIC_BENCH_REPEAT (rounds over the perftest lines, median kept, default 1),
 # SRNIC_BENCH_ITERS_BW_4K, SRNIC_BENCH_ITERS_BW_64K, SRNIC_BENCH_ITERS_LAT
-# (perftest -n, defaults 2000, 500, 1000), SRNIC_BENCH_ONLY (a comma list of
+# (perftest -n, defaults 2000, 5000, 1000), SRNIC_BENCH_ONLY (a comma list of
 # tools or tool:size, e.g. ib_write_lat,ib_write_bw:65536: only those lines),
 # SRNIC_BENCH_MTU (every veth's MTU, default 9000: RoCE path MTU 4096).
 #
