@@ -7,6 +7,7 @@ QP state transitions with traffic.
 
 Run against rxe to validate the suite: SRNIC_TEST_DEVICE_KIND=rxe.
 """
+import dataclasses
 import errno
 import os
 import random
@@ -24,6 +25,7 @@ from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402
                       wc_text)
 import roce_packets as rp  # noqa: E402
 from harness import link_counters, module_param, run, wait_for  # noqa: E402
+from topology import link_local_end  # noqa: E402
 from topology import topology  # noqa: E402,F401 (fixture)
 
 SIGNALED = e.IBV_SEND_SIGNALED
@@ -111,31 +113,41 @@ def batch_counts(topology):
     return counts
 
 
-def test_packets_of_a_message_leave_in_batches(rc, topology):
+@pytest.mark.parametrize("family", ["ipv4", "ipv6"])
+def test_packets_of_a_message_leave_in_batches(topology, family):
     """An srnic sender hands the packets of a long message to the IP layer
     in UDP GSO batches (srnic_tx_batch_flush(): tx_batches counts them):
-    the requester its WRITE, the responder its READ responses. The stack
-    splits a batch into the packets srnic built: every one arrives with a
-    good ICRC at an srnic or rxe receiver (an ICRC that did not cover the
-    IPv4 ID or lengths a packet ends up with would drop all but the first
-    of each batch). With srnic.tx_batch=0 no batch goes."""
+    the requester its WRITE, the responder its READ responses, over IPv4
+    and IPv6 (link-local GIDs). The stack splits a batch into the packets
+    srnic built: every one arrives with a good ICRC at an srnic or rxe
+    receiver (an ICRC that did not cover the IPv4 ID or the lengths a
+    packet ends up with would drop all but the first of each batch). With
+    srnic.tx_batch=0 no batch goes."""
     if topology.id not in WIRE_TOPOLOGIES:
         pytest.skip("no wire between the two ends")
     if "srnic" not in (topology.a.kind, topology.b.kind):
         pytest.skip("no srnic end")
+    if family == "ipv6":
+        topology = dataclasses.replace(topology,
+                                       a=link_local_end(topology.a),
+                                       b=link_local_end(topology.b))
     size = 1 << 20
     before = batch_counts(topology)
-    check_write(rc, payload(size), False)
-    test_rdma_read(rc, size)
-    after = batch_counts(topology)
-    for name in before:
-        assert after[name][0] > before[name][0], (name, before, after)
-        assert after[name][1] == before[name][1], (name, before, after)
+    pair = connected(topology)
+    try:
+        check_write(pair, payload(size), False)
+        test_rdma_read(pair, size)
+        after = batch_counts(topology)
+        for name in before:
+            assert after[name][0] > before[name][0], (name, before, after)
+            assert after[name][1] == before[name][1], (name, before, after)
 
-    with module_param("tx_batch", 0):
-        check_write(rc, payload(size), False)
-        test_rdma_read(rc, size)
-    assert batch_counts(topology) == after
+        with module_param("tx_batch", 0):
+            check_write(pair, payload(size), False)
+            test_rdma_read(pair, size)
+        assert batch_counts(topology) == after
+    finally:
+        pair.close()
 
 
 def test_zero_length_send(rc):

@@ -35,6 +35,7 @@ from perftools import run_pair  # noqa: E402
 from rc_verbs import (ERR, INIT, RESET, RTR, RTS,  # noqa: E402
                       close_all, recv_wr, send_wr, sge,
                       status_name)
+from topology import link_local_end  # noqa: E402
 from topology import topology  # noqa: E402,F401 (fixture)
 from ud_verbs import GRH, QKEY, UDPair, UDSide  # noqa: E402
 
@@ -120,19 +121,6 @@ def test_send(ud, size, imm):
     size = ud.mtu if size == "mtu" else size
     one_way(ud, ud.a, size, imm, wr_id=1)
     one_way(ud, ud.b, size, imm, wr_id=2)
-
-
-def link_local_end(end):
-    """end, addressed by its RoCE v2 IPv6 link-local GID instead."""
-    def ready():
-        out = harness.run(*end.cmd("ip", "-6", "addr", "show", "dev",
-                                   end.netdev, "scope", "link")).stdout
-        return "inet6 fe80" in out and "tentative" not in out
-    harness.wait_for(ready, timeout=20, what=f"link-local of {end.netdev}")
-    gids = [(i, g) for i, g, t in harness.port_gids(end.name)
-            if g.startswith("fe80") and t == "RoCE v2"]
-    assert gids, harness.port_gids(end.name)
-    return dataclasses.replace(end, gid=gids[0][1], gid_index=gids[0][0])
 
 
 @pytest.mark.parametrize("imm", [False, True], ids=["send", "send_imm"])

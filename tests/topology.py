@@ -29,6 +29,7 @@ Devices in other netns are still usable from init_net (ib_core's default
 "shared" netns mode), so one pyverbs process can drive both ends; the tool
 tests run each end's program in its end's netns.
 """
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -97,6 +98,19 @@ class Topology:
     @property
     def same_device(self):
         return self.a.name == self.b.name
+
+
+def link_local_end(end):
+    """end, addressed by its RoCE v2 IPv6 link-local GID instead."""
+    def ready():
+        out = harness.run(*end.cmd("ip", "-6", "addr", "show", "dev",
+                                   end.netdev, "scope", "link")).stdout
+        return "inet6 fe80" in out and "tentative" not in out
+    harness.wait_for(ready, timeout=20, what=f"link-local of {end.netdev}")
+    gids = [(i, g) for i, g, t in harness.port_gids(end.name)
+            if g.startswith("fe80") and t == "RoCE v2"]
+    assert gids, harness.port_gids(end.name)
+    return dataclasses.replace(end, gid=gids[0][1], gid_index=gids[0][0])
 
 
 def rdma_link_add(name, kind, netdev, netns=None):
