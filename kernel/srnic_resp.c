@@ -1125,14 +1125,13 @@ bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 		struct srnic_txd txd;
 
 		/*
-		 * Released by srnic_resp_put_mrs() after the last run. A NAK
-		 * goes after the responses before it.
+		 * Released by srnic_resp_put_mrs() after the last run, so
+		 * looked up in the first pass here only: nothing is batched
+		 * yet for a NAK to overtake.
 		 */
-		if (resp->read_left && !resp->read_mr) {
-			srnic_tx_batch_flush(sdev, &batch);
-			if (!srnic_resp_read_mr(qp))
-				break;
-		}
+		if (resp->read_left && !resp->read_mr &&
+		    !srnic_resp_read_mr(qp))
+			break;
 		txd = (struct srnic_txd) {
 			.psn = resp->read_psn,
 			.aeth = srnic_aeth(SRNIC_AETH_ACK,
