@@ -1,30 +1,74 @@
 # SPDX-License-Identifier: GPL-2.0
-# srnic top-level entry: build, install, run, check.
+# srnic top-level entry: build, install, run, check, package.
 #
-#   make            build srnic.ko and libsrnic-rdmav34.so
-#   make run        boot a VM, create two srnic devices on a veth pair, show them
-#   make check      every test: unit tests (sanitizers), checkpatch, fuzzing, VM suites
+#   make            build srnic.ko and libsrnic-rdmav<ABI>.so
+#   make run        boot a VM, create two srnic devices on a veth pair, show them, move data
+#   make check      every test on the primary platform (unit tests under sanitizers,
+#                   checkpatch, fuzzing, VM suites), and on each other platform the
+#                   suites of what differs there (PLATFORM_SUITES); CI runs this
+#   make check PLATFORM=NAME   every test on platform NAME only
+#   make check-all  every test on every platform (the full matrix)
+#   make deb        the .deb packages of PLATFORM in build/deb/PLATFORM/
+#   make root       make PLATFORM's root for the VM if missing (scripts/platform-root.sh)
 #   make fuzz       fuzz the packet parser for FUZZ_SECONDS (60) on the host
 #   make bench      the benchmark (Documentation/performance.rst), one VM boot
 #   make debug-check the VM suites under a KASAN/lockdep/kmemleak kernel (debug-kernel)
 #   make install    install module + provider on this host (uninstall: reverse)
 #
-# Everything is built for the newest Debian kernel under /boot (the one the
-# VM boots); KVER=... overrides it.
+# PLATFORM is one of scripts/platforms.conf (bookworm, trixie, sid; default: the
+# one make runs on, the host's bookworm: the primary platform). For the others every build runs inside
+# that platform's debootstrap root (scripts/platform run), against its kernel
+# headers and its rdma-core, into build/platform/PLATFORM/; the VM boots that
+# root's kernel and userspace. See Documentation/platforms.rst.
 
-KVER ?= $(shell scripts/kernel-version.sh)
-KDIR ?= /lib/modules/$(KVER)/build
+PRIMARY_PLATFORM := bookworm
+# Default: the platform make runs on (the host's, or the root's inside one), else the primary.
+HOST_PLATFORM := $(shell p=$$(scripts/platform host); scripts/platform check $$p 2>/dev/null && echo $$p)
+PLATFORM ?= $(or $(HOST_PLATFORM),$(PRIMARY_PLATFORM))
+override PLATFORM_OK := $(shell scripts/platform check $(PLATFORM) 2>&1)
+ifneq ($(PLATFORM_OK),)
+$(error $(PLATFORM_OK))
+endif
+ALL_PLATFORMS := $(shell scripts/platform names)
+OTHER_PLATFORMS := $(filter-out $(PRIMARY_PLATFORM),$(ALL_PLATFORMS))
+# yes when PLATFORM's root is the system make runs on (the host, or inside a root)
+ON_PLATFORM := $(shell scripts/platform is-host $(PLATFORM) && echo yes)
+PLATFORM_RUN := scripts/platform run $(PLATFORM) --
+
 BUILD := build
+PLATFORM_BUILD := $(shell scripts/platform build-dir $(PLATFORM))
+ifeq ($(PLATFORM),$(PRIMARY_PLATFORM))
+MODULE_BUILD := $(CURDIR)
 PROVIDER_BUILD := $(BUILD)/userspace
 PROVIDER_ASAN_BUILD := $(BUILD)/userspace-asan
-PROVIDER_LIB := $(PROVIDER_BUILD)/libsrnic-rdmav34.so
+else
+MODULE_BUILD := $(CURDIR)/$(PLATFORM_BUILD)/module
+PROVIDER_BUILD := $(PLATFORM_BUILD)/userspace
+PROVIDER_ASAN_BUILD := $(PLATFORM_BUILD)/userspace-asan
+endif
+MODULE_KO := $(MODULE_BUILD)/srnic.ko
+DEB_DIR := $(BUILD)/deb/$(PLATFORM)
+
+ifeq ($(ON_PLATFORM),yes)
+KVER ?= $(shell scripts/kernel-version.sh)
+KDIR ?= /lib/modules/$(KVER)/build
 VERBS_LIBDIR ?= $(shell pkg-config --variable=libdir libibverbs 2>/dev/null || echo /usr/lib/x86_64-linux-gnu)
-PROVIDER_DIR := $(DESTDIR)$(VERBS_LIBDIR)/libibverbs
+endif
+PROVIDER_DIR = $(DESTDIR)$(VERBS_LIBDIR)/libibverbs
 DRIVER_CONF := $(DESTDIR)/etc/libibverbs.d/srnic.driver
-MODULE_DIR := $(DESTDIR)/lib/modules/$(KVER)/updates
+MODULE_DIR = $(DESTDIR)/lib/modules/$(KVER)/updates
+# The provider's file name carries libibverbs' private ABI, which CMake reads.
+PROVIDER_LIB = $(firstword $(wildcard $(PROVIDER_BUILD)/libsrnic-rdmav*.so))
 CHECKPATCH := $(BUILD)/checkpatch/checkpatch.pl
 VM_SUITES := $(sort $(wildcard tests/test_*.py))
 DEBUG_SUITES ?= $(VM_SUITES)
+# What `make check` runs on the platforms other than the primary: the suites of the code
+# that differs between kernels and rdma-cores (device and provider loading, MRs and mmap,
+# ODP, CQ creation and resize, the direct path, RC traffic and the tools, rdma_cm,
+# rdma-core's own suite against srnic and that kernel's rxe, the packages).
+PLATFORM_SUITES ?= tests/test_device.py tests/test_mr.py tests/test_odp.py tests/test_cq.py \
+	tests/test_cq_resize.py tests/test_direct_path.py tests/test_rc_tools.py \
+	tests/test_rdmacm.py tests/test_rdma_core.py tests/test_packages.py
 
 # libFuzzer target over kernel/srnic_wire.c, built with clang from the kernel
 # source through the userspace shim (userspace/fuzz/fuzz_wire.cpp).
@@ -44,48 +88,87 @@ FUZZ_WIRE_SRCS := userspace/fuzz/fuzz_wire.cpp kernel/srnic_wire.c \
 FUZZ_WIRE_DEPS := $(FUZZ_WIRE_SRCS) kernel/srnic_wire.h kernel/srnic_wire_compat.h \
 	userspace/tests/kshim/srnic_kshim.h
 
-.PHONY: all module provider deps install install-module install-provider \
-	uninstall run check unit-test checkpatch fuzz fuzz-build fuzz-merge vm-test bench \
-	debug-kernel debug-check clean
+.PHONY: all module provider deps root install install-module install-provider \
+	uninstall run check check-primary check-platform check-all unit-test checkpatch \
+	fuzz fuzz-build fuzz-merge vm-test vm-test-platform bench debug-kernel debug-check \
+	deb compat-report platform-info clean
 
 all: module provider
 
 deps:
 	scripts/setup-deps.sh
 
+# PLATFORM's root for the VM and the builds (nothing to make for the primary).
+root:
+	scripts/platform root $(PLATFORM) >/dev/null
+
+platform-info:
+	@scripts/platform version-line $(PLATFORM)
+
+ifeq ($(ON_PLATFORM),yes)
+# ---- Builds on the running system (the host, or inside PLATFORM's root) ----------------
+
+# The primary platform builds in the tree (srnic.ko in the repo root); the others in
+# build/platform/PLATFORM/module, from links to the sources.
 module:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+ifneq ($(PLATFORM),$(PRIMARY_PLATFORM))
+	rm -rf $(MODULE_BUILD)/kernel
+	mkdir -p $(MODULE_BUILD)/kernel
+	ln -sfn $(CURDIR)/Kbuild $(MODULE_BUILD)/Kbuild
+	ln -sfn $(CURDIR)/kernel/uapi $(MODULE_BUILD)/kernel/uapi
+	ln -sf $(addprefix $(CURDIR)/,$(wildcard kernel/*.c kernel/*.h kernel/*.sh)) \
+		$(MODULE_BUILD)/kernel/
+endif
+	$(MAKE) -C $(KDIR) M=$(MODULE_BUILD) modules
+
+# The kernel interfaces srnic_compat.h found in KDIR's headers.
+compat-report:
+	@echo "srnic compat for $(KVER) ($(KDIR)):"
+	@src=$$(sed -n 's/^include \(.*\)\/Makefile$$/\1/p' $(KDIR)/Makefile | head -n 1); \
+		sh kernel/compat-probe.sh $${src:-$(KDIR)} --report | sed 's/^/  /'
 
 provider:
 	cmake -S userspace -B $(PROVIDER_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(PROVIDER_BUILD) -j2
 
-# Installing never rebuilds what is already built (it also runs in the VM).
-install: install-module install-provider
-
-install-module:
-	test -f srnic.ko || $(MAKE) module
-	install -D -m 0644 srnic.ko $(MODULE_DIR)/srnic.ko
-	if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
-
-install-provider:
-	test -f $(PROVIDER_LIB) || $(MAKE) provider
-	install -D -m 0644 $(PROVIDER_LIB) $(PROVIDER_DIR)/libsrnic-rdmav34.so
-	install -d $(dir $(DRIVER_CONF))
-	echo "driver srnic" > $(DRIVER_CONF)
-
-uninstall:
-	rm -f $(MODULE_DIR)/srnic.ko $(PROVIDER_DIR)/libsrnic-rdmav34.so $(DRIVER_CONF)
-	if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
-
-# The main job: deps, build, VM, two devices on a veth pair, shown.
-run: deps all
-	scripts/vm-run -- scripts/demo.sh
-
 unit-test:
 	cmake -S userspace -B $(PROVIDER_ASAN_BUILD) -DSRNIC_SANITIZE=ON >/dev/null
 	cmake --build $(PROVIDER_ASAN_BUILD) -j2
 	ctest --test-dir $(PROVIDER_ASAN_BUILD) --output-on-failure
+
+# PLATFORM's packages (srnic-dkms, ibverbs-provider-srnic), built with Debian's tools.
+deb:
+	scripts/build-deb.sh $(DEB_DIR)
+
+else
+# ---- Builds for another platform: the same targets inside its root ---------------------
+
+module provider unit-test deb compat-report:
+	$(PLATFORM_RUN) $(MAKE) --no-print-directory $@ PLATFORM=$(PLATFORM)
+endif
+
+# Installing never rebuilds what is already built (it also runs in the VM).
+install: install-module install-provider
+
+install-module:
+	test -f $(MODULE_KO) || $(MAKE) module
+	install -D -m 0644 $(MODULE_KO) $(MODULE_DIR)/srnic.ko
+	if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
+
+install-provider:
+	test -n "$(PROVIDER_LIB)" || $(MAKE) provider
+	lib=$$(ls $(PROVIDER_BUILD)/libsrnic-rdmav*.so) && \
+		install -D -m 0644 $$lib $(PROVIDER_DIR)/$$(basename $$lib)
+	install -d $(dir $(DRIVER_CONF))
+	echo "driver srnic" > $(DRIVER_CONF)
+
+uninstall:
+	rm -f $(MODULE_DIR)/srnic.ko $(PROVIDER_DIR)/libsrnic-rdmav*.so $(DRIVER_CONF)
+	if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
+
+# The main job: deps, build, VM, two devices on a veth pair, shown, data moved.
+run: deps root all
+	scripts/vm-run --platform $(PLATFORM) -- scripts/demo.sh
 
 $(CHECKPATCH):
 	scripts/extract-checkpatch.sh $(dir $@)
@@ -116,11 +199,37 @@ fuzz-merge: $(FUZZ_WIRE)
 	$(FUZZ_WIRE) -merge=1 -max_len=1024 -use_value_profile=1 \
 		$(FUZZ_WIRE_CORPUS) $(FUZZ_BUILD)/wire/corpus
 
-# One VM boot per pytest suite (tests/test_*.py).
-vm-test: all
-	scripts/run-vm-suites.sh $(VM_SUITES)
+# One VM boot of PLATFORM per pytest suite (tests/test_*.py, or VM_SUITES=...).
+vm-test: root all
+	scripts/run-vm-suites.sh --platform $(PLATFORM) $(VM_SUITES)
 
-check: deps all unit-test checkpatch fuzz vm-test
+# Every test on PLATFORM: what does not need a VM (on the host: checkpatch and the fuzzer
+# look at the sources, which are the same everywhere), then the VM suites.
+check-platform: deps root all unit-test
+ifeq ($(PLATFORM),$(PRIMARY_PLATFORM))
+	$(MAKE) checkpatch fuzz
+endif
+	$(MAKE) deb PLATFORM=$(PLATFORM)
+	$(MAKE) vm-test PLATFORM=$(PLATFORM)
+
+# The suites of what differs, on each platform but the primary (roots made first, together).
+vm-test-platform:
+	scripts/platform-roots.sh $(OTHER_PLATFORMS)
+	set -e; for p in $(OTHER_PLATFORMS); do \
+		$(MAKE) --no-print-directory all unit-test deb PLATFORM=$$p; \
+		$(MAKE) --no-print-directory vm-test PLATFORM=$$p VM_SUITES="$(PLATFORM_SUITES)"; \
+	done
+
+ifeq ($(origin PLATFORM),command line)
+check: check-platform
+else
+check:
+	$(MAKE) check-platform PLATFORM=$(PRIMARY_PLATFORM)
+	$(MAKE) vm-test-platform
+endif
+
+check-all:
+	set -e; for p in $(ALL_PLATFORMS); do $(MAKE) check-platform PLATFORM=$$p; done
 
 # perftest on srnic and rxe, srnic over the wire, memcpy, syscalls per post:
 # one table, also in build/bench/results.txt (and .json).
@@ -139,5 +248,5 @@ debug-check: deps provider
 	scripts/debug-kernel.sh check $(DEBUG_SUITES)
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(MAKE) -C /lib/modules/$(shell scripts/kernel-version.sh)/build M=$(CURDIR) clean
 	rm -rf $(BUILD)

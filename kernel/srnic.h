@@ -25,6 +25,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
+#include "srnic_compat.h"
 #include "uapi/rdma/srnic-abi.h"
 
 #define SRNIC_DRIVER_NAME "srnic"
@@ -424,6 +425,7 @@ enum srnic_key_kind {
  * @released: completed when @users drops to zero; dereg_mr waits for it
  * @rcu: the struct is freed after a grace period (lookups run under RCU)
  * @owner_cred: credentials of the registering process (direct windows)
+ * @owner_tgid: that process (direct windows: whether it is dumpable)
  *
  * Everything but @users is written before the MR is published in
  * mr_table and never changes while it is there (rereg_mr publishes a
@@ -453,6 +455,7 @@ struct srnic_mr {
 	struct completion released;
 	struct rcu_head rcu;
 	const struct cred *owner_cred;
+	struct pid *owner_tgid;
 };
 
 /* The states of a memory window (IBTA 10.6.7). */
@@ -943,6 +946,7 @@ struct srnic_qp {
 	bool direct_loaned;	/* its RQ and receive CQ are lent; direct_lock */
 	const struct cred *owner_cred;	/* user QPs: the creating process's */
 	struct mm_struct *owner_mm;	/* user QPs: its mm (mmgrab()) */
+	struct pid *owner_tgid;		/* user QPs: that process */
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)

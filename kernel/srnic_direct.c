@@ -192,9 +192,9 @@ int srnic_direct_mmap(struct srnic_direct_window *w, struct vm_area_struct *vma)
 	if (w->revoked) {
 		err = -ENOENT;
 	} else {
-		vma->vm_flags |= VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP |
-				 VM_DONTCOPY;
-		vma->vm_flags &= ~VM_MAYEXEC;
+		vm_flags_set(vma, VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP |
+			     VM_DONTCOPY);
+		vm_flags_clear(vma, VM_MAYEXEC);
 		vma->vm_ops = &srnic_direct_vm_ops;
 		vma->vm_private_data = w;
 		vma_set_file(vma, w->file);
@@ -508,14 +508,14 @@ void srnic_direct_mr_deregistered(struct srnic_mr *mr)
 /* ---- Granting a window ------------------------------------------------------ */
 
 /*
- * May the calling process read and write the memory of the process with
- * credentials @owner and memory @mm (which registered an MR, or created a
- * QP)? ptrace's first rule (__ptrace_may_access(), which modules cannot
- * call): the same real, effective and saved ids, and a dumpable owner; or
- * CAP_SYS_PTRACE in the owner's user namespace.
+ * May the calling process read and write the memory of the process @tgid
+ * with credentials @owner and memory @mm (which registered an MR, or
+ * created a QP)? ptrace's first rule (__ptrace_may_access(), which modules
+ * cannot call): the same real, effective and saved ids, and a dumpable
+ * owner; or CAP_SYS_PTRACE in the owner's user namespace.
  */
 static bool srnic_direct_may_access(const struct cred *owner,
-				    struct mm_struct *mm)
+				    struct mm_struct *mm, struct pid *tgid)
 {
 	const struct cred *me = current_cred();
 
@@ -524,7 +524,7 @@ static bool srnic_direct_may_access(const struct cred *owner,
 	if (uid_eq(me->uid, owner->euid) && uid_eq(me->uid, owner->suid) &&
 	    uid_eq(me->uid, owner->uid) && gid_eq(me->gid, owner->egid) &&
 	    gid_eq(me->gid, owner->sgid) && gid_eq(me->gid, owner->gid) &&
-	    get_dumpable(mm) == SUID_DUMP_USER)
+	    srnic_owner_dumpable(mm, tgid))
 		return true;
 	return ns_capable(owner->user_ns, CAP_SYS_PTRACE);
 }
@@ -660,7 +660,8 @@ static int srnic_direct_grant(struct ib_ucontext *uctx,
 		err = -EACCES;
 		goto out_mr;
 	}
-	if (!srnic_direct_may_access(mr->owner_cred, mr->umem->owning_mm)) {
+	if (!srnic_direct_may_access(mr->owner_cred, mr->umem->owning_mm,
+				     mr->owner_tgid)) {
 		err = -EPERM;
 		goto out_mr;
 	}
@@ -761,7 +762,8 @@ static int srnic_direct_check_loan(struct srnic_qp *dest)
 	if (cq->ibcq.cq_context || !cq->ring.ctrl ||
 	    READ_ONCE(cq->direct_users) != 1)
 		return -EOPNOTSUPP;
-	if (!srnic_direct_may_access(dest->owner_cred, dest->owner_mm))
+	if (!srnic_direct_may_access(dest->owner_cred, dest->owner_mm,
+				     dest->owner_tgid))
 		return -EPERM;
 	return 0;
 }

@@ -353,7 +353,7 @@ void srnic_fault_stop(struct srnic_dev *sdev)
 		spin_lock_irqsave(&f->held[d].lock, flags);
 		f->stopped = true;
 		spin_unlock_irqrestore(&f->held[d].lock, flags);
-		del_timer_sync(&f->timer[d]);
+		timer_delete_sync(&f->timer[d]);
 		skb_queue_purge(&f->held[d]);
 	}
 }

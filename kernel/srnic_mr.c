@@ -97,8 +97,10 @@ static struct srnic_mr *srnic_mr_alloc(struct ib_pd *ibpd,
 	mr->pd = to_srnic_pd(ibpd);
 	mr->type = type;
 	mr->access = access & SRNIC_MR_ACCESS;
-	if (type == SRNIC_MR_USER)
+	if (type == SRNIC_MR_USER) {
 		mr->owner_cred = get_current_cred();
+		mr->owner_tgid = get_task_pid(current, PIDTYPE_TGID);
+	}
 	refcount_set(&mr->users, 1);
 	init_completion(&mr->released);
 	return mr;
@@ -117,8 +119,10 @@ static void srnic_mr_free(struct srnic_mr *mr)
 		for (i = 0; i < mr->num_pages; i++)
 			put_page(mr->pages[i]);
 	kvfree(mr->pages);
-	if (mr->owner_cred)
+	if (mr->owner_cred) {
 		put_cred(mr->owner_cred);
+		put_pid(mr->owner_tgid);
+	}
 	/* A lookup may still be reading the struct under RCU. */
 	kfree_rcu(mr, rcu);
 }
@@ -269,7 +273,7 @@ static int srnic_mr_pin(struct srnic_mr *mr, u64 start, u64 length, u64 iova,
 	if (offset_in_page(start) != offset_in_page(iova))
 		return -EINVAL;
 
-	umem = ib_umem_get(mr->pd->ibpd.device, start, length, access);
+	umem = ib_umem_get_va(mr->pd->ibpd.device, start, length, access);
 	if (IS_ERR(umem))
 		return PTR_ERR(umem);
 	mr->umem = umem;
@@ -299,13 +303,13 @@ static int srnic_mr_pin(struct srnic_mr *mr, u64 start, u64 length, u64 iova,
  * @access: IB_ACCESS_* flags
  * @udata: no srnic data in either direction
  *
- * Pins the pages (ib_umem_get()) and records them in a page array; with
+ * Pins the pages (ib_umem_get_va()) and records them in a page array; with
  * IB_ACCESS_ON_DEMAND pins nothing (srnic_odp.c), and start 0 with length
  * U64_MAX registers an implicit ODP MR.
  *
  * Return: the MR, or ERR_PTR(-EINVAL) for a zero, too large or wrapping
  * range or an invalid flag combination, -EOPNOTSUPP for flags srnic does
- * not implement (zero-based), -ENOMEM, or what ib_umem_get() or
+ * not implement (zero-based), -ENOMEM, or what ib_umem_get_va() or
  * ib_umem_odp_get() returns.
  */
 struct ib_mr *srnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,

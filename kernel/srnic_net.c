@@ -26,7 +26,6 @@
 #include <linux/udp.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
-#include <net/ipv6_stubs.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/route.h>
@@ -229,10 +228,8 @@ static struct srnic_dev *srnic_rx_dev(struct sk_buff *skb)
 	rcu_read_lock();
 	if (skb->protocol == htons(ETH_P_IP))
 		ndev = __ip_dev_find(dev_net(ndev), ip_hdr(skb)->daddr, false);
-	else if (skb->protocol == htons(ETH_P_IPV6) &&
-		 ipv6_stub->ipv6_dev_find)
-		ndev = ipv6_stub->ipv6_dev_find(dev_net(ndev),
-						&ipv6_hdr(skb)->daddr, NULL);
+	else if (skb->protocol == htons(ETH_P_IPV6))
+		ndev = srnic_ipv6_dev_find(dev_net(ndev), &ipv6_hdr(skb)->daddr);
 	else
 		ndev = NULL;
 	if (ndev && !(ndev->flags & IFF_LOOPBACK))
@@ -572,7 +569,7 @@ static struct dst_entry *srnic_route6(struct srnic_dev *sdev,
 
 	if (!IS_ENABLED(CONFIG_IPV6) || !ipv6_mod_enabled())
 		return ERR_PTR(-EAFNOSUPPORT);
-	dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl, NULL);
+	dst = srnic_ip6_dst_lookup_flow(net, &fl);
 	if (!IS_ERR(dst) && dst->error) {
 		int err = dst->error;
 
@@ -979,16 +976,16 @@ static struct socket *srnic_udp_sock_open(struct net *net, bool ipv6)
 	err = udp_sock_create(net, &port_cfg, &sock);
 	if (err)
 		return ERR_PTR(err);
-	setup_udp_tunnel_sock(net, sock, &tunnel_cfg);
+	srnic_udp_tunnel_setup(net, sock, &tunnel_cfg);
 	return sock;
 }
 
 static void srnic_net_close_sockets(struct srnic_net *snet)
 {
 	if (snet->sock6)
-		udp_tunnel_sock_release(snet->sock6);
+		srnic_udp_tunnel_release(snet->sock6);
 	if (snet->sock4)
-		udp_tunnel_sock_release(snet->sock4);
+		srnic_udp_tunnel_release(snet->sock4);
 	snet->sock4 = NULL;
 	snet->sock6 = NULL;
 }

@@ -3,13 +3,15 @@
  * srnic: on-demand paging (ODP) memory regions.
  *
  * An ODP MR (reg_user_mr with IB_ACCESS_ON_DEMAND) pins nothing. Its
- * translation table is the ib_umem_odp's dma_list, which ib_core fills
+ * translation table is the ib_umem_odp's page list, which ib_core fills
  * when the engine asks for a page (ib_umem_odp_map_dma_and_lock(), which
  * faults the page in through hmm_range_fault()) and which srnic's
  * interval notifier empties when the kernel takes pages away from the
  * process (munmap, mremap, COW, migration, reclaim, exit). srnic registers
- * with no DMA device (ib_uses_virt_dma()), so a dma_list entry is the
- * kernel virtual address of the page, plus the ODP_*_ALLOWED_BIT bits.
+ * with no DMA device (ib_uses_virt_dma()), so an entry names the page
+ * itself with its access bits: a kernel virtual address with
+ * ODP_*_ALLOWED_BIT in the dma_list before 6.15, an HMM PFN in
+ * map.pfn_list since (srnic_odp_page() in srnic_compat.h reads either).
  *
  * Every access to an ODP MR goes through srnic_odp_map_page(), which
  * returns the page with the umem's umem_mutex held; the copy runs under
@@ -48,9 +50,9 @@ static struct workqueue_struct *srnic_odp_wq;
 /*
  * The interval notifier: the kernel is about to change the process's
  * mapping of [range->start, range->end). Forget every page of it under
- * umem_mutex (ib_umem_odp_unmap_dma_pages() clears the dma_list entries
- * and dirties pages that were writable); srnic holds no other reference
- * to them.
+ * umem_mutex (ib_umem_odp_unmap_dma_pages() clears the page list's entries
+ * and dirties pages that were writable; srnic_odp_forget() those it
+ * misses on 6.15+); srnic holds no other reference to them.
  */
 static bool srnic_odp_invalidate(struct mmu_interval_notifier *mni,
 				 const struct mmu_notifier_range *range,
@@ -73,8 +75,10 @@ static bool srnic_odp_invalidate(struct mmu_interval_notifier *mni,
 	start = ALIGN_DOWN(max(ib_umem_start(odp), range->start),
 			   BIT(odp->page_shift));
 	end = min(ib_umem_end(odp), range->end);
-	if (start < end)
+	if (start < end) {
 		ib_umem_odp_unmap_dma_pages(odp, start, end);
+		srnic_odp_forget(odp, start, end);
+	}
 	mutex_unlock(&odp->umem_mutex);
 	return true;
 }
@@ -183,7 +187,7 @@ static struct ib_umem_odp *srnic_odp_umem(struct srnic_mr *mr, u64 va)
 
 static u64 srnic_odp_access_bits(bool write)
 {
-	return ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	return SRNIC_ODP_READABLE | (write ? SRNIC_ODP_WRITABLE : 0);
 }
 
 /**
@@ -208,32 +212,29 @@ int srnic_odp_map_page(struct srnic_mr *mr, u64 iova, bool write,
 	u64 need = srnic_odp_access_bits(write);
 	u64 va = srnic_odp_va(mr, iova);
 	struct ib_umem_odp *odp;
-	unsigned long idx, kva;
-	dma_addr_t dma;
+	struct page *page;
 	int ret;
 
 	odp = srnic_odp_umem(mr, va);
 	if (IS_ERR(odp))
 		return PTR_ERR(odp);
-	idx = (va - ib_umem_start(odp)) >> odp->page_shift;
 
 	mutex_lock(&odp->umem_mutex);
-	dma = odp->dma_list[idx];
-	if ((dma & need) != need) {
+	page = srnic_odp_page(odp, va, need);
+	if (!page) {
 		mutex_unlock(&odp->umem_mutex);
 		ret = ib_umem_odp_map_dma_and_lock(odp, va, 1, need, true);
 		if (ret < 0)
 			return ret;
 		/* umem_mutex is held again from here. */
-		dma = odp->dma_list[idx];
-		if ((dma & need) != need) {
+		page = srnic_odp_page(odp, va, need);
+		if (!page) {
 			mutex_unlock(&odp->umem_mutex);
 			return -EFAULT;
 		}
 	}
-	kva = (dma & ODP_DMA_ADDR_MASK) + (va & (BIT(odp->page_shift) - 1));
-	map->page = virt_to_page((void *)kva);
-	map->offset = offset_in_page(kva);
+	map->page = page;
+	map->offset = offset_in_page(va);
 	map->locked = odp;
 	return 0;
 }

@@ -33,7 +33,6 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/gfp.h>
-#include <asm/unaligned.h>
 
 #include "srnic.h"
 

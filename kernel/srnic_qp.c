@@ -538,6 +538,7 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		qp->owner_cred = get_current_cred();
 		qp->owner_mm = current->mm;
 		mmgrab(qp->owner_mm);
+		qp->owner_tgid = get_task_pid(current, PIDTYPE_TGID);
 	}
 	/* Its completions end any loan of its CQs. */
 	if (init->send_cq)
@@ -594,6 +595,7 @@ int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	if (qp->owner_cred) {
 		put_cred(qp->owner_cred);
 		mmdrop(qp->owner_mm);
+		put_pid(qp->owner_tgid);
 	}
 	return 0;
 }

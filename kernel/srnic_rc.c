@@ -1481,8 +1481,8 @@ int srnic_rc_init(struct srnic_qp *qp)
 	err = dst_cache_init(&qp->route_cache, GFP_KERNEL);
 	if (err)
 		return err;
-	hrtimer_init(&qp->req.rnr_hrtimer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
-	qp->req.rnr_hrtimer.function = srnic_req_rnr_timer;
+	hrtimer_setup(&qp->req.rnr_hrtimer, srnic_req_rnr_timer, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_REL);
 	qp->req.wqe = kmalloc(qp->sq.ring.entry_size, GFP_KERNEL);
 	/* Any responder's receive WQE fits: they are bounded by the ABI. */
 	qp->req.rwqe = kmalloc(SRNIC_MAX_RQ_ENTRY_SIZE, GFP_KERNEL);

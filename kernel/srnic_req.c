@@ -81,7 +81,7 @@ static u32 srnic_req_npkts(struct srnic_qp *qp, u64 len)
 
 static void srnic_req_timer_fn(struct timer_list *t)
 {
-	struct srnic_qp *qp = from_timer(qp, t, req.timer);
+	struct srnic_qp *qp = timer_container_of(qp, t, req.timer);
 
 	WRITE_ONCE(qp->req.timed_out, true);
 	srnic_engine_task_schedule(&qp->task);
@@ -530,7 +530,7 @@ static void srnic_req_progress(struct srnic_qp *qp)
 	if (srnic_req_outstanding(qp))
 		srnic_req_arm_timer(qp);
 	else
-		del_timer(&req->timer);
+		timer_delete(&req->timer);
 }
 
 /*
@@ -604,7 +604,7 @@ static void srnic_req_rnr_nak(struct srnic_qp *qp, u32 psn, u8 timer)
 	srnic_req_go_back(qp, psn);
 	srnic_req_rnr_wait(qp, timer);
 	/* The RNR wait is not an ACK timeout. */
-	del_timer(&req->timer);
+	timer_delete(&req->timer);
 }
 
 /* An ACK, RNR NAK or NAK for @psn. */
@@ -1013,7 +1013,7 @@ void srnic_req_reset(struct srnic_qp *qp)
 {
 	struct srnic_req *req = &qp->req;
 
-	del_timer(&req->timer);
+	timer_delete(&req->timer);
 	srnic_sgl_put(&req->sgl);
 	srnic_sgl_put(&req->read_sgl);
 	req->sgl_index = 0;
@@ -1062,7 +1062,7 @@ int srnic_req_init(struct srnic_qp *qp)
  */
 void srnic_req_cleanup(struct srnic_qp *qp)
 {
-	del_timer_sync(&qp->req.timer);
+	timer_delete_sync(&qp->req.timer);
 	srnic_req_reset(qp);
 	kvfree(qp->req.wqes);
 	qp->req.wqes = NULL;

@@ -135,7 +135,7 @@ static int srnic_query_port(struct ib_device *ibdev, u32 port_num,
 
 	if (state == IB_PORT_ACTIVE)
 		attr->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
-	else if (dev_get_flags(sdev->ndev) & IFF_UP)
+	else if (netif_get_flags(sdev->ndev) & IFF_UP)
 		attr->phys_state = IB_PORT_PHYS_STATE_POLLING;
 	else
 		attr->phys_state = IB_PORT_PHYS_STATE_DISABLED;
@@ -409,7 +409,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.alloc_xrcd = srnic_alloc_xrcd,
 	.attach_mcast = srnic_attach_mcast,
 	.create_ah = srnic_create_ah,
-	.create_cq = srnic_create_cq,
+	.create_cq = srnic_compat_create_cq,
 	.create_qp = srnic_create_qp,
 	.create_srq = srnic_create_srq,
 	.create_user_ah = srnic_create_ah,
@@ -450,10 +450,10 @@ const struct ib_device_ops srnic_dev_ops = {
 	.query_srq = srnic_query_srq,
 	.query_ucontext = srnic_query_ucontext,
 	.reg_dm_mr = srnic_reg_dm_mr,
-	.reg_user_mr = srnic_reg_user_mr,
+	.reg_user_mr = srnic_compat_reg_user_mr,
 	.req_notify_cq = srnic_req_notify_cq,
 	.rereg_user_mr = srnic_rereg_user_mr,
-	.resize_cq = srnic_resize_cq,
+	.SRNIC_OP_RESIZE_CQ = srnic_compat_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, srnic_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, srnic_cq, ibcq),

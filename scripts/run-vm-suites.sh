@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Run pytest suites inside the VM, one VM boot per suite, and print one
-# summary line over all of them. Usage: scripts/run-vm-suites.sh tests/test_X.py...
+# summary line over all of them.
+# Usage: scripts/run-vm-suites.sh [--platform NAME] tests/test_X.py...
+# --platform (scripts/platforms.conf; default bookworm) boots that platform's root and kernel
+# with its builds (scripts/vm-run --platform); its reports and console logs go to
+# build/vm/results[/NAME] and build/vm[/NAME] (bookworm's at the top, as before).
 # Extra pytest arguments may be given in SRNIC_PYTEST_ARGS (e.g. "-k rename").
 # These variables, when set, pass through into the VM: SRNIC_TEST_DEVICE_KIND
 # (srnic or rxe: the device kind the RC suites in tests/ test),
@@ -17,8 +21,16 @@ set -uo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
 cd "$REPO"
-results=$REPO/build/vm/results
+platform=bookworm
+if [ "${1:-}" = --platform ]; then
+	platform=${2:?--platform needs a NAME}
+	shift 2
+fi
+vmlogs=$REPO/build/vm
+[ "$platform" = bookworm ] || vmlogs=$REPO/build/vm/$platform
+results=$vmlogs/results
 mkdir -p "$results"
+scripts/platform version-line "$platform"
 
 failed_suites=()
 pass_env=()
@@ -34,19 +46,20 @@ for suite in "$@"; do
 	rm -f "$junit"
 	echo "=== VM suite $suite"
 	# shellcheck disable=SC2086 # SRNIC_PYTEST_ARGS is a word list
-	if ! scripts/vm-run --timeout "${SRNIC_VM_SUITE_TIMEOUT:-1500}" --env PYTHONUNBUFFERED=1 \
+	if ! scripts/vm-run --platform "$platform" --timeout "${SRNIC_VM_SUITE_TIMEOUT:-1500}" \
+		--env PYTHONUNBUFFERED=1 --env SRNIC_PLATFORM="$platform" \
 		${pass_env[@]+"${pass_env[@]}"} --results "$results" \
-		--log "$REPO/build/vm/$name.console.log" -- \
+		--log "$vmlogs/$name.console.log" -- \
 		/usr/bin/python3 -m pytest -v -rs --junitxml="$junit" ${SRNIC_PYTEST_ARGS:-} "$suite"; then
 		failed_suites+=("$suite")
 	fi
 done
 
 # Totals over every suite's junit report (a suite that died has none).
-/usr/bin/python3 - "$results" "$@" <<'PY'
+/usr/bin/python3 - "$platform" "$results" "$@" <<'PY'
 import os, sys
 import xml.etree.ElementTree as ET
-results, suites = sys.argv[1], sys.argv[2:]
+platform, results, suites = sys.argv[1], sys.argv[2], sys.argv[3:]
 total = {"passed": 0, "failed": 0, "skipped": 0}
 for suite in suites:
     path = os.path.join(results, os.path.basename(suite)[:-3] + ".xml")
@@ -60,10 +73,11 @@ for suite in suites:
         total["failed"] += fail
         total["skipped"] += skip
         total["passed"] += tests - fail - skip
-print(f"VM suites: {total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")
+print(f"VM suites on {platform}: {total['passed']} passed, {total['failed']} failed, "
+      f"{total['skipped']} skipped")
 PY
 
 if [ ${#failed_suites[@]} -gt 0 ]; then
-	echo "failed VM suites: ${failed_suites[*]}" >&2
+	echo "failed VM suites on $platform: ${failed_suites[*]}" >&2
 	exit 1
 fi

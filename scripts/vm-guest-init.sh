@@ -84,13 +84,14 @@ modprobe_pid=$!
 
 echo "127.0.1.1 srnic-vm" >>/etc/hosts
 
-# --- The built userspace provider (libibverbs appends -rdmav34.so). Registered only when it
-# exists: a .driver file naming a missing library makes every verbs program print a warning.
-provider=$SRNIC_VM_REPO/build/userspace/libsrnic
-if [ -f "$provider-rdmav34.so" ]; then
+# --- The built userspace provider (libsrnic-rdmav<ABI>.so in SRNIC_VM_PROVIDER_DIR: libibverbs
+# appends -rdmav<ABI>.so to the .driver file's path). Registered only when it exists: a .driver
+# file naming a missing library makes every verbs program print a warning.
+for provider in "${SRNIC_VM_PROVIDER_DIR:-none}"/libsrnic-rdmav*.so; do
+	[ -f "$provider" ] || continue
 	[ -d /etc/libibverbs.d ] || mkdir -p /etc/libibverbs.d
-	echo "driver $provider" >/etc/libibverbs.d/srnic.driver
-fi
+	echo "driver ${provider%-rdmav*.so}" >/etc/libibverbs.d/srnic.driver
+done
 
 # --- The command's output channels: virtio-serial ports named by vm-run (virtio_console was
 # loaded by stage 1). Fall back to the console if they are missing.

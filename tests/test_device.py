@@ -5,6 +5,7 @@ rename and netns moves, module unload with live devices, bad `rdma link add`
 input, and the provider binding whatever the device's name.
 """
 import os
+import re
 
 import pytest
 
@@ -82,7 +83,8 @@ def test_provider_binds_any_name(srnic, veth):
 
     with pyverbs_device.Context(name="anything") as ctx:
         with open("/proc/self/maps") as maps:
-            assert "libsrnic-rdmav34.so" in maps.read()
+            # libsrnic-rdmav<ABI>.so, ABI being libibverbs' private one.
+            assert re.search(r"/libsrnic-rdmav[0-9]+\.so$", maps.read(), re.M)
         attr = ctx.query_device()
         assert attr.max_pd > 0
         assert attr.max_qp > 0 and attr.max_mr > 0

@@ -6,6 +6,7 @@ with /etc/libibverbs.d/srnic.driver naming it.
 
 Runs in the VM, whose root is a throwaway overlay of the host's.
 """
+import glob
 import os
 import subprocess
 
@@ -14,6 +15,12 @@ from harness import Veth, ib_devices, link_add, module_loaded, run
 KVER = os.uname().release
 MODULE = f"/lib/modules/{KVER}/updates/srnic.ko"
 DRIVER_CONF = "/etc/libibverbs.d/srnic.driver"
+
+
+def platform_build_dir():
+    """Where this platform's builds are (scripts/platform build-dir)."""
+    return run("scripts/platform", "build-dir",
+               run("scripts/platform", "host").stdout.strip()).stdout.strip()
 
 
 def provider_dir():
@@ -33,7 +40,11 @@ with Context(name=sys.argv[1]):
 def test_uninstall_then_install():
     if module_loaded():
         run("rmmod", "srnic")
-    provider = f"{provider_dir()}/libsrnic-rdmav34.so"
+    # libsrnic-rdmav<ABI>.so, ABI being this libibverbs' private one.
+    built = glob.glob(f"{os.environ['SRNIC_REPO']}/{platform_build_dir()}"
+                      "/userspace/libsrnic-rdmav*.so")
+    assert len(built) == 1, built
+    provider = f"{provider_dir()}/{os.path.basename(built[0])}"
 
     run("make", "uninstall", timeout=300)
     assert not os.path.exists(MODULE)

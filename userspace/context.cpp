@@ -81,9 +81,9 @@ verbs_context *open_context(ibv_device *device, int cmd_fd, const verbs_context_
 	// libibverbs takes the kernel's response struct, whose flexible array
 	// member GetContextResp cannot embed; ibv_get_context_resp_core has the
 	// same size and alignment (asserted in verbs_driver_abi.h).
-	const int err = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
-					    reinterpret_cast<ib_uverbs_get_context_resp *>(&resp),
-					    sizeof(resp));
+	const int err = srnic_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
+					      reinterpret_cast<ib_uverbs_get_context_resp *>(&resp),
+					      sizeof(resp));
 	if (err) {
 		srnic_err(&ctx->ibv_ctx, "alloc_ucontext failed: %d\n", err);
 		return fail_open(std::move(ctx), err);

@@ -204,9 +204,9 @@ ibv_cq_ex *create_cq_ex(ibv_context *ibctx, ibv_cq_init_attr_ex *attr) noexcept
 	CreateCqExResp resp = {};
 	// As in create_cq: ibv_create_cq_ex_resp_core stands for the kernel's
 	// response struct (size and alignment asserted in verbs_driver_abi.h).
-	int err = ibv_cmd_create_cq_ex(ibctx, attr, &cq->vcq, &cmd.ibv_cmd, sizeof(cmd),
-				       reinterpret_cast<ib_uverbs_ex_create_cq_resp *>(&resp),
-				       sizeof(resp), 0);
+	int err = srnic_cmd_create_cq_ex(ibctx, attr, &cq->vcq, &cmd.ibv_cmd, sizeof(cmd),
+					 reinterpret_cast<ib_uverbs_ex_create_cq_resp *>(&resp),
+					 sizeof(resp));
 	if (!err)
 		err = map_created_cq(*cq, ibctx, resp.driver);
 	if (err) {

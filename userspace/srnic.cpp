@@ -139,7 +139,7 @@ constinit const verbs_device_ops srnic_device_ops = {
 // initialised, so they are ready before any constructor runs.
 __attribute__((constructor)) void srnic_register_driver() noexcept
 {
-	verbs_register_driver_34(&srnic_device_ops);
+	srnic_verbs_register_driver(&srnic_device_ops);
 }
 
 } // namespace

@@ -4,21 +4,31 @@
 //
 // Distributions do not install rdma-core's libibverbs/driver.h and
 // libibverbs/kern-abi.h, so these declarations are transcribed from the
-// rdma-core v44.0 sources. They describe structs that libibverbs allocates,
-// reads or writes itself, so every layout must match the library exactly: the
-// static_asserts below pin each size and offset srnic depends on.
+// rdma-core sources of each version srnic supports. They describe structs
+// that libibverbs allocates, reads or writes itself, so every layout must
+// match the library exactly: abi/layouts.h pins each size and offset srnic
+// depends on, per rdma-core version, and scripts/rdma-core-layout.py checks
+// those numbers against an rdma-core source tree.
 //
-// The numbers come from rdma-core itself: configure a v44.0 tree with cmake,
-// build its include/kernel-abi/ib_user_verbs.h target, and compile a C file
-// printing sizeof/offsetof of these structs with -I<build>/include -I<source>.
-// libibverbs signals a change of these layouts by renaming its symbol version
-// (IBVERBS_PRIVATE_34) and the registration function, so a provider built
-// against another one fails to load rather than corrupting memory.
-//
-// Debian 13's libibverbs 56.1 still exports IBVERBS_PRIVATE_34, but its
-// structs may have grown: re-measure before claiming support for it.
+// libibverbs numbers this ABI (IBVERBS_PRIVATE_<N>: the symbol version of
+// these functions, the registration function's name and the provider's file
+// name, lib<name>-rdmav<N>.so), so a provider built for another one fails to
+// load rather than corrupting memory. CMake reads N from the libibverbs it
+// builds against and its rdma-core version from pkg-config, and defines:
+//   SRNIC_IBVERBS_PABI     34 (rdma-core 44-59) or 65 (rdma-core 65)
+//   SRNIC_RDMA_CORE_MAJOR  44, 56 or 65: the versions whose layouts were
+//                          measured; any other fails the build (a port to
+//                          make: see Documentation/platforms.rst).
+// Between ABIs, what changed is marked below with SRNIC_IBVERBS_PABI.
 #ifndef SRNIC_VERBS_DRIVER_ABI_H
 #define SRNIC_VERBS_DRIVER_ABI_H
+
+#if !defined(SRNIC_IBVERBS_PABI) || !defined(SRNIC_RDMA_CORE_MAJOR)
+#error "SRNIC_IBVERBS_PABI and SRNIC_RDMA_CORE_MAJOR come from userspace/CMakeLists.txt"
+#endif
+#if SRNIC_IBVERBS_PABI != 34 && SRNIC_IBVERBS_PABI != 65
+#error "no declarations for this libibverbs private ABI: see Documentation/platforms.rst"
+#endif
 
 #include <infiniband/verbs.h>
 #include <linux/types.h>
@@ -128,10 +138,21 @@ struct verbs_device {
 
 // Every verb a provider may implement, sorted by name as in driver.h. A NULL
 // entry leaves libibverbs' default in place, which fails with EOPNOTSUPP.
+//
+// rdma-core 65 (ABI 65) added 17 entries, in their alphabetical places.
+#if SRNIC_IBVERBS_PABI >= 65
+struct ibv_buf;
+#endif
 struct verbs_context_ops {
 	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 			 struct ibv_sge *sg_list, uint32_t num_sges);
+#if SRNIC_IBVERBS_PABI >= 65
+	void *(*alloc_buf)(struct ibv_pd *pd, size_t size, struct ibv_buf **buf);
+#endif
 	struct ibv_dm *(*alloc_dm)(struct ibv_context *context, struct ibv_alloc_dm_attr *attr);
+#if SRNIC_IBVERBS_PABI >= 65
+	struct ibv_dmah *(*alloc_dmah)(struct ibv_context *context, struct ibv_dmah_init_attr *attr);
+#endif
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *pd);
 	struct ibv_pd *(*alloc_parent_domain)(struct ibv_context *context,
@@ -147,6 +168,10 @@ struct verbs_context_ops {
 	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+#if SRNIC_IBVERBS_PABI >= 65
+	struct ibv_comp_cntr *(*create_comp_cntr)(struct ibv_context *context,
+						  struct ibv_comp_cntr_init_attr *attr);
+#endif
 	struct ibv_counters *(*create_counters)(struct ibv_context *context,
 						struct ibv_counters_init_attr *init_attr);
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
@@ -166,11 +191,17 @@ struct verbs_context_ops {
 					 struct ibv_srq_init_attr_ex *srq_init_attr_ex);
 	struct ibv_wq *(*create_wq)(struct ibv_context *context,
 				    struct ibv_wq_init_attr *wq_init_attr);
+#if SRNIC_IBVERBS_PABI >= 65
+	int (*dealloc_dmah)(struct ibv_dmah *dmah);
+#endif
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dealloc_td)(struct ibv_td *td);
 	int (*dereg_mr)(struct verbs_mr *vmr);
 	int (*destroy_ah)(struct ibv_ah *ah);
+#if SRNIC_IBVERBS_PABI >= 65
+	int (*destroy_comp_cntr)(struct ibv_comp_cntr *comp_cntr);
+#endif
 	int (*destroy_counters)(struct ibv_counters *counters);
 	int (*destroy_cq)(struct ibv_cq *cq);
 	int (*destroy_flow)(struct ibv_flow *flow);
@@ -180,12 +211,20 @@ struct verbs_context_ops {
 	int (*destroy_srq)(struct ibv_srq *srq);
 	int (*destroy_wq)(struct ibv_wq *wq);
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+#if SRNIC_IBVERBS_PABI >= 65
+	int (*dm_export_dmabuf_fd)(struct ibv_dm *dm);
+	void (*free_buf)(struct ibv_buf *buf);
+#endif
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
 	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
 	struct ibv_dm *(*import_dm)(struct ibv_context *context, uint32_t dm_handle);
 	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
 	struct ibv_pd *(*import_pd)(struct ibv_context *context, uint32_t pd_handle);
+#if SRNIC_IBVERBS_PABI >= 65
+	int (*inc_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+	int (*inc_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+#endif
 	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 	int (*modify_flow_action_esp)(struct ibv_flow_action *action,
 				      struct ibv_flow_action_esp_attr *attr);
@@ -202,38 +241,68 @@ struct verbs_context_ops {
 	int (*post_srq_ops)(struct ibv_srq *srq, struct ibv_ops_wr *op, struct ibv_ops_wr **bad_op);
 	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
 			     struct ibv_recv_wr **bad_recv_wr);
+#if SRNIC_IBVERBS_PABI >= 65
+	int (*qp_attach_comp_cntr)(struct ibv_qp *qp, struct ibv_comp_cntr *comp_cntr,
+				   struct ibv_qp_attach_comp_cntr_attr *attr);
+	int (*query_comp_cntr_caps)(struct ibv_context *context, struct ibv_comp_cntr_caps *caps,
+				    size_t caps_size);
+#endif
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr, size_t attr_size);
 	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
+#if SRNIC_IBVERBS_PABI >= 65
+	int (*query_port_speed)(struct ibv_context *context, uint32_t port_num, uint64_t *speed);
+#endif
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 			struct ibv_qp_init_attr *init_attr);
 	int (*query_qp_data_in_order)(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags);
 	int (*query_rt_values)(struct ibv_context *context, struct ibv_values_ex *values);
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
+#if SRNIC_IBVERBS_PABI >= 65
+	int (*read_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+#endif
 	int (*read_counters)(struct ibv_counters *counters, uint64_t *counters_value,
 			     uint32_t ncounters, uint32_t flags);
+#if SRNIC_IBVERBS_PABI >= 65
+	int (*read_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+#endif
 	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t dm_offset,
 				    size_t length, unsigned int access);
 	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t length,
 					uint64_t iova, int fd, int access);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 				 int access);
+#if SRNIC_IBVERBS_PABI >= 65
+	struct ibv_mr *(*reg_mr_ex)(struct ibv_pd *pd, struct ibv_mr_init_attr *mr_init_attr);
+#endif
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
 			size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+#if SRNIC_IBVERBS_PABI >= 65
+	int (*set_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+#endif
 	int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
+#if SRNIC_IBVERBS_PABI >= 65
+	int (*set_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+#endif
 	void (*unimport_dm)(struct ibv_dm *dm);
 	void (*unimport_mr)(struct ibv_mr *mr);
 	void (*unimport_pd)(struct ibv_pd *pd);
 };
 
-// The "34" is IBVERBS_PABI_VERSION, wired into the name so a provider built
+// The number is IBVERBS_PABI_VERSION, wired into the name so a provider built
 // for another private ABI fails to load instead of corrupting memory.
+#if SRNIC_IBVERBS_PABI == 34
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
+#define srnic_verbs_register_driver verbs_register_driver_34
+#else
+void verbs_register_driver_65(const struct verbs_device_ops *ops);
+#define srnic_verbs_register_driver verbs_register_driver_65
+#endif
 
 // ---- Context lifetime (driver.h) -----------------------------------------
 
@@ -310,8 +379,26 @@ struct ibv_alloc_pd_resp_core {
 	__u32 pd_handle;
 };
 
+#if SRNIC_IBVERBS_PABI == 34
 int ibv_cmd_get_context(struct verbs_context *context, struct ibv_get_context *cmd, size_t cmd_size,
 			struct ib_uverbs_get_context_resp *resp, size_t resp_size);
+#else
+// fd_arr: file descriptors to pass to the kernel's GET_CONTEXT (NULL: none).
+int ibv_cmd_get_context(struct verbs_context *context, struct ibv_get_context *cmd, size_t cmd_size,
+			struct ibv_fd_arr *fd_arr, struct ib_uverbs_get_context_resp *resp,
+			size_t resp_size);
+#endif
+// GET_CONTEXT with no file descriptors passed, whatever the ABI.
+static inline int srnic_cmd_get_context(struct verbs_context *context, struct ibv_get_context *cmd,
+					size_t cmd_size, struct ib_uverbs_get_context_resp *resp,
+					size_t resp_size)
+{
+#if SRNIC_IBVERBS_PABI == 34
+	return ibv_cmd_get_context(context, cmd, cmd_size, resp, resp_size);
+#else
+	return ibv_cmd_get_context(context, cmd, cmd_size, nullptr, resp, resp_size);
+#endif
+}
 // libibverbs' ioctl command buffer (cmd_ioctl.h), opaque here: srnic only
 // passes nullptr for the "driver"/"link" of extra driver attributes (see
 // uverbs_ioctl.h for the methods that carry srnic's).
@@ -472,11 +559,34 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe, struct ibv_comp_chan
 		      int comp_vector, struct ibv_cq *cq, struct ibv_create_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp, size_t resp_size);
 // Returns 0 or a positive errno. cmd_flags: libibverbs' CREATE_CQ_CMD_FLAGS_*
-// (srnic passes 0).
+// (srnic passes 0). ABI 65 added prov_attr, a CQ buffer the provider
+// allocated (NULL: none; the kernel allocates srnic's rings).
+#if SRNIC_IBVERBS_PABI == 34
 int ibv_cmd_create_cq_ex(struct ibv_context *context, const struct ibv_cq_init_attr_ex *cq_attr,
 			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd, size_t cmd_size,
 			 struct ib_uverbs_ex_create_cq_resp *resp, size_t resp_size,
 			 uint32_t cmd_flags);
+#else
+struct verbs_create_cq_prov_attr;
+int ibv_cmd_create_cq_ex(struct ibv_context *context, const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_create_cq_prov_attr *prov_attr, struct verbs_cq *cq,
+			 struct ibv_create_cq_ex *cmd, size_t cmd_size,
+			 struct ib_uverbs_ex_create_cq_resp *resp, size_t resp_size,
+			 uint32_t cmd_flags);
+#endif
+static inline int srnic_cmd_create_cq_ex(struct ibv_context *context,
+					 const struct ibv_cq_init_attr_ex *cq_attr,
+					 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+					 size_t cmd_size, struct ib_uverbs_ex_create_cq_resp *resp,
+					 size_t resp_size)
+{
+#if SRNIC_IBVERBS_PABI == 34
+	return ibv_cmd_create_cq_ex(context, cq_attr, cq, cmd, cmd_size, resp, resp_size, 0);
+#else
+	return ibv_cmd_create_cq_ex(context, cq_attr, nullptr, cq, cmd, cmd_size, resp, resp_size,
+				    0);
+#endif
+}
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
 // Returns 0 or a positive errno; sets cq->cqe from the response.
 int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd, size_t cmd_size,
@@ -608,171 +718,7 @@ int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_re
 
 } // extern "C"
 
-// ---- Layout checks against rdma-core v44.0 (x86_64) ----------------------
-
-static_assert(sizeof(struct verbs_match_ent) == 24);
-static_assert(offsetof(struct verbs_match_ent, u) == 8);
-static_assert(offsetof(struct verbs_match_ent, kind) == 20);
-
-static_assert(sizeof(struct verbs_sysfs_dev) == 992);
-static_assert(offsetof(struct verbs_sysfs_dev, ibdev_name) == 112);
-static_assert(offsetof(struct verbs_sysfs_dev, ibdev_path) == 176);
-static_assert(offsetof(struct verbs_sysfs_dev, driver_id) == 952);
-static_assert(offsetof(struct verbs_sysfs_dev, abi_ver) == 968);
-
-static_assert(sizeof(struct verbs_device_ops) == 72);
-static_assert(offsetof(struct verbs_device_ops, match_min_abi_version) == 8);
-static_assert(offsetof(struct verbs_device_ops, match_table) == 16);
-static_assert(offsetof(struct verbs_device_ops, match_device) == 32);
-static_assert(offsetof(struct verbs_device_ops, alloc_context) == 40);
-static_assert(offsetof(struct verbs_device_ops, alloc_device) == 56);
-static_assert(offsetof(struct verbs_device_ops, uninit_device) == 64);
-
-static_assert(sizeof(struct ibv_device) == 664);
-static_assert(offsetof(struct verbs_device, device) == 0);
-static_assert(offsetof(struct verbs_device, ops) == 664);
-static_assert(offsetof(struct verbs_device, refcount) == 672);
-static_assert(offsetof(struct verbs_device, sysfs) == 696);
-static_assert(sizeof(struct verbs_device) == 712);
-
-// 76 function pointers; the offsets are those of the entries srnic sets.
-static_assert(sizeof(struct verbs_context_ops) == 608);
-static_assert(offsetof(struct verbs_context_ops, alloc_pd) == 40);
-static_assert(offsetof(struct verbs_context_ops, dealloc_pd) == 208);
-static_assert(offsetof(struct verbs_context_ops, dereg_mr) == 224);
-static_assert(offsetof(struct verbs_context_ops, free_context) == 312);
-static_assert(offsetof(struct verbs_context_ops, query_device_ex) == 464);
-static_assert(offsetof(struct verbs_context_ops, query_port) == 480);
-static_assert(offsetof(struct verbs_context_ops, reg_mr) == 544);
-static_assert(offsetof(struct verbs_context_ops, unimport_pd) == 600);
-static_assert(offsetof(struct verbs_context_ops, create_ah) == 104);
-static_assert(offsetof(struct verbs_context_ops, create_cq) == 120);
-static_assert(offsetof(struct verbs_context_ops, create_qp) == 152);
-static_assert(offsetof(struct verbs_context_ops, create_qp_ex) == 160);
-static_assert(offsetof(struct verbs_context_ops, destroy_ah) == 232);
-static_assert(offsetof(struct verbs_context_ops, destroy_cq) == 248);
-static_assert(offsetof(struct verbs_context_ops, destroy_qp) == 272);
-static_assert(offsetof(struct verbs_context_ops, modify_qp) == 376);
-static_assert(offsetof(struct verbs_context_ops, poll_cq) == 424);
-static_assert(offsetof(struct verbs_context_ops, post_recv) == 432);
-static_assert(offsetof(struct verbs_context_ops, post_send) == 440);
-static_assert(offsetof(struct verbs_context_ops, query_qp) == 488);
-static_assert(offsetof(struct verbs_context_ops, req_notify_cq) == 552);
-static_assert(offsetof(struct verbs_context_ops, create_srq) == 176);
-static_assert(offsetof(struct verbs_context_ops, create_srq_ex) == 184);
-static_assert(offsetof(struct verbs_context_ops, destroy_srq) == 288);
-static_assert(offsetof(struct verbs_context_ops, modify_srq) == 392);
-static_assert(offsetof(struct verbs_context_ops, post_srq_recv) == 456);
-static_assert(offsetof(struct verbs_context_ops, query_srq) == 512);
-static_assert(offsetof(struct verbs_context_ops, close_xrcd) == 88);
-static_assert(offsetof(struct verbs_context_ops, get_srq_num) == 328);
-static_assert(offsetof(struct verbs_context_ops, open_qp) == 408);
-static_assert(offsetof(struct verbs_context_ops, open_xrcd) == 416);
-static_assert(sizeof(struct ibv_xrcd) == 8);
-static_assert(offsetof(struct verbs_xrcd, handle) == 12);
-static_assert(sizeof(struct verbs_xrcd) == 16);
-static_assert(sizeof(struct ibv_open_xrcd) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_open_xrcd));
-static_assert(sizeof(struct ibv_open_qp) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_open_qp));
-static_assert(sizeof(struct ibv_srq) == 128);
-static_assert(offsetof(struct verbs_srq, srq) == 0);
-static_assert(offsetof(struct verbs_srq, srq_type) == 128);
-static_assert(offsetof(struct verbs_srq, xrcd) == 136);
-static_assert(offsetof(struct verbs_srq, srq_num) == 152);
-static_assert(sizeof(struct verbs_srq) == 160);
-static_assert(sizeof(struct ibv_create_xsrq) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_create_xsrq));
-static_assert(sizeof(struct ibv_modify_srq) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_modify_srq));
-static_assert(sizeof(struct ibv_query_srq) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_query_srq));
-static_assert(sizeof(struct ibv_create_srq_resp_core) ==
-	      sizeof(struct ib_uverbs_create_srq_resp));
-static_assert(alignof(struct ibv_create_srq_resp_core) ==
-	      alignof(struct ib_uverbs_create_srq_resp));
-
-static_assert(sizeof(struct verbs_cq) == sizeof(struct ibv_cq_ex));
-static_assert(offsetof(struct verbs_qp, comp_mask) == sizeof(struct ibv_qp_ex));
-static_assert(sizeof(struct ibv_create_cq) == 40);
-static_assert(sizeof(struct ibv_create_cq) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_create_cq));
-static_assert(sizeof(struct ibv_create_cq_ex) == 56);
-static_assert(sizeof(struct ibv_create_cq_ex) == sizeof(struct ib_uverbs_cmd_hdr) +
-							 sizeof(struct ib_uverbs_ex_cmd_hdr) +
-							 sizeof(struct ib_uverbs_ex_create_cq));
-static_assert(sizeof(struct ibv_create_cq_ex_resp_core) ==
-	      sizeof(struct ib_uverbs_ex_create_cq_resp));
-static_assert(alignof(struct ibv_create_cq_ex_resp_core) ==
-	      alignof(struct ib_uverbs_ex_create_cq_resp));
-static_assert(offsetof(struct verbs_context_ops, create_cq_ex) == 128);
-static_assert(sizeof(struct ibv_qp_ex) == 352);
-static_assert(offsetof(struct ibv_qp_ex, wr_id) == 168);
-static_assert(offsetof(struct ibv_qp_ex, wr_start) == 320);
-static_assert(offsetof(struct ibv_cq_ex, status) == 132);
-static_assert(offsetof(struct ibv_cq_ex, start_poll) == 144);
-static_assert(sizeof(struct ibv_create_qp) == 64);
-static_assert(sizeof(struct ibv_create_qp) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_create_qp));
-static_assert(sizeof(struct ibv_modify_qp) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_modify_qp));
-static_assert(sizeof(struct ibv_query_qp) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_query_qp));
-static_assert(sizeof(struct ibv_create_cq_resp_core) == sizeof(struct ib_uverbs_create_cq_resp));
-static_assert(alignof(struct ibv_create_cq_resp_core) ==
-	      alignof(struct ib_uverbs_create_cq_resp));
-static_assert(sizeof(struct ibv_create_qp_resp_core) == sizeof(struct ib_uverbs_create_qp_resp));
-static_assert(alignof(struct ibv_create_qp_resp_core) ==
-	      alignof(struct ib_uverbs_create_qp_resp));
-
-static_assert(sizeof(struct ibv_mr) == 48);
-static_assert(offsetof(struct verbs_mr, ibv_mr) == 0);
-static_assert(offsetof(struct verbs_mr, mr_type) == 48);
-static_assert(offsetof(struct verbs_mr, access) == 52);
-static_assert(sizeof(struct verbs_mr) == 56);
-static_assert(sizeof(enum ibv_mr_type) == 4);
-
-static_assert(sizeof(struct ibv_dm) == 32);
-static_assert(offsetof(struct ibv_dm, comp_mask) == 24);
-static_assert(offsetof(struct ibv_dm, handle) == 28);
-static_assert(offsetof(struct verbs_dm, dm) == 0);
-static_assert(offsetof(struct verbs_dm, handle) == 32);
-static_assert(sizeof(struct verbs_dm) == 40);
-static_assert(offsetof(struct verbs_context_ops, alloc_dm) == 8);
-static_assert(offsetof(struct verbs_context_ops, free_dm) == 320);
-static_assert(offsetof(struct verbs_context_ops, reg_dm_mr) == 528);
-static_assert(offsetof(struct verbs_context_ops, import_dm) == 336);
-static_assert(offsetof(struct verbs_context_ops, unimport_dm) == 584);
-
-// Public, but the provider embeds it, so its size is part of what we rely on.
-static_assert(sizeof(struct verbs_context) == 648);
-
-static_assert(sizeof(struct ibv_get_context) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_get_context));
-static_assert(sizeof(struct ibv_get_context) == 16);
-static_assert(sizeof(struct ibv_alloc_pd) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_alloc_pd));
-static_assert(sizeof(struct ibv_alloc_pd) == 16);
-static_assert(sizeof(struct ibv_query_port) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_query_port));
-static_assert(offsetof(struct ibv_query_port, port_num) == 16);
-static_assert(sizeof(struct ibv_query_port) == 24);
-static_assert(sizeof(struct ibv_reg_mr) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_reg_mr));
-static_assert(offsetof(struct ibv_reg_mr, pd_handle) == 40);
-static_assert(sizeof(struct ibv_reg_mr) == 48);
-static_assert(sizeof(struct ib_uverbs_reg_mr_resp) == 12);
-static_assert(sizeof(struct ibv_alloc_mw) ==
-	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_alloc_mw));
-static_assert(offsetof(struct ibv_alloc_mw, mw_type) == 20);
-static_assert(sizeof(struct ib_uverbs_alloc_mw_resp) == 8);
-static_assert(sizeof(struct ibv_get_context_resp_core) ==
-	      sizeof(struct ib_uverbs_get_context_resp));
-static_assert(alignof(struct ibv_get_context_resp_core) ==
-	      alignof(struct ib_uverbs_get_context_resp));
-static_assert(sizeof(struct ibv_alloc_pd_resp_core) == sizeof(struct ib_uverbs_alloc_pd_resp));
-static_assert(sizeof(struct ibv_create_ah_resp_core) == sizeof(struct ib_uverbs_create_ah_resp));
-static_assert(alignof(struct ibv_create_ah_resp_core) ==
-	      alignof(struct ib_uverbs_create_ah_resp));
+// The sizes and offsets of all of the above, per rdma-core version.
+#include "abi/layouts.h"
 
 #endif // SRNIC_VERBS_DRIVER_ABI_H

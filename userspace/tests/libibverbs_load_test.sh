@@ -11,7 +11,7 @@
 # are created in a private mount namespace, so nothing on the host changes.
 # Skips (exit 77) when it cannot make that namespace (not root, no unshare).
 #
-# usage: libibverbs_load_test.sh <path to libsrnic-rdmav34.so> <SRNIC_ABI_VERSION>
+# usage: libibverbs_load_test.sh <path to libsrnic-rdmav<ABI>.so> <SRNIC_ABI_VERSION>
 set -eu
 
 provider=$(realpath "$1")
@@ -59,7 +59,7 @@ list_devices() {
 			/dev/infiniband/uverbs2 /dev/infiniband/uverbs3
 		mount -t tmpfs srnic-test-etc /etc/libibverbs.d
 		if [ "$1" = yes ]; then
-			echo "driver ${2%-rdmav34.so}" >/etc/libibverbs.d/srnic.driver
+			echo "driver ${2%-rdmav*.so}" >/etc/libibverbs.d/srnic.driver
 		fi
 		SYSFS_PATH="$3" IBV_SHOW_WARNINGS=1 LD_PRELOAD="$4" ibv_devices >"$5" 2>"$6"
 	' list_devices "$1" "$provider" "$sys" "$preload" "$2" "$3"

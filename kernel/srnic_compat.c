@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: adapters from the ib_device_ops prototypes of newer kernels to
+ * srnic's verbs (see srnic_compat.h). Empty where the kernel has the 6.1
+ * prototypes.
+ */
+
+#include "srnic.h"
+
+#ifdef SRNIC_HAVE_CREATE_CQ_ATTRS
+/* 6.11: the uverbs attributes, NULL for a kernel CQ; the udata is in them. */
+int srnic_compat_create_cq(struct ib_cq *ibcq,
+			   const struct ib_cq_init_attr *attr,
+			   struct uverbs_attr_bundle *attrs)
+{
+	return srnic_create_cq(ibcq, attr, attrs ? &attrs->driver_udata : NULL);
+}
+#endif
+
+#ifdef SRNIC_HAVE_RESIZE_USER_CQ
+/* 7.x: user CQs only, and an unsigned size. */
+int srnic_compat_resize_cq(struct ib_cq *ibcq, unsigned int cqe,
+			   struct ib_udata *udata)
+{
+	if (cqe > INT_MAX)
+		return -EINVAL;
+	return srnic_resize_cq(ibcq, cqe, udata);
+}
+#endif
+
+#ifdef SRNIC_HAVE_REG_USER_MR_DMAH
+/* 6.17: a DMA handle (TPH steering hints); srnic has no DMA to steer. */
+struct ib_mr *srnic_compat_reg_user_mr(struct ib_pd *ibpd, u64 start,
+				       u64 length, u64 virt_addr, int access,
+				       struct ib_dmah *dmah,
+				       struct ib_udata *udata)
+{
+	if (dmah)
+		return ERR_PTR(-EOPNOTSUPP);
+	return srnic_reg_user_mr(ibpd, start, length, virt_addr, access, udata);
+}
+#endif
