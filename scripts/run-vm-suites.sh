@@ -42,13 +42,15 @@ for var in SRNIC_TEST_DEVICE_KIND SRNIC_TEST_WC_TIMEOUT SRNIC_TEST_TOOL_TIMEOUT 
 done
 for suite in "$@"; do
 	name=$(basename "$suite" .py)
+	# A suite may ask for vm-run options of its own: a line "# srnic-vm-run: OPTIONS".
+	read -r -a suite_opts <<<"$(sed -n 's/^# srnic-vm-run: //p' "$suite" | head -n 1)"
 	junit=$results/$name.xml
 	rm -f "$junit"
 	echo "=== VM suite $suite"
 	# shellcheck disable=SC2086 # SRNIC_PYTEST_ARGS is a word list
 	if ! scripts/vm-run --platform "$platform" --timeout "${SRNIC_VM_SUITE_TIMEOUT:-1500}" \
 		--env PYTHONUNBUFFERED=1 --env SRNIC_PLATFORM="$platform" \
-		${pass_env[@]+"${pass_env[@]}"} --results "$results" \
+		${pass_env[@]+"${pass_env[@]}"} ${suite_opts[@]+"${suite_opts[@]}"} --results "$results" \
 		--log "$vmlogs/$name.console.log" -- \
 		/usr/bin/python3 -m pytest -v -rs --junitxml="$junit" ${SRNIC_PYTEST_ARGS:-} "$suite"; then
 		failed_suites+=("$suite")

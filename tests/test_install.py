@@ -17,9 +17,10 @@ MODULE = f"/lib/modules/{KVER}/updates/srnic.ko"
 DRIVER_CONF = "/etc/libibverbs.d/srnic.driver"
 
 
-def platform_build_dir():
-    """Where this platform's builds are (scripts/platform build-dir)."""
-    return run("scripts/platform", "build-dir",
+def built_provider_dir():
+    """Where this platform's provider is built (scripts/platform
+    provider-dir)."""
+    return run("scripts/platform", "provider-dir",
                run("scripts/platform", "host").stdout.strip()).stdout.strip()
 
 
@@ -41,8 +42,7 @@ def test_uninstall_then_install():
     if module_loaded():
         run("rmmod", "srnic")
     # libsrnic-rdmav<ABI>.so, ABI being this libibverbs' private one.
-    built = glob.glob(f"{os.environ['SRNIC_REPO']}/{platform_build_dir()}"
-                      "/userspace/libsrnic-rdmav*.so")
+    built = glob.glob(f"{built_provider_dir()}/libsrnic-rdmav*.so")
     assert len(built) == 1, built
     provider = f"{provider_dir()}/{os.path.basename(built[0])}"
 
