@@ -60,15 +60,18 @@ MODULE_DIR = $(DESTDIR)/lib/modules/$(KVER)/updates
 # The provider's file name carries libibverbs' private ABI, which CMake reads.
 PROVIDER_LIB = $(firstword $(wildcard $(PROVIDER_BUILD)/libsrnic-rdmav*.so))
 CHECKPATCH := $(BUILD)/checkpatch/checkpatch.pl
-VM_SUITES := $(sort $(wildcard tests/test_*.py))
+# tests/test_packages.py runs under scripts/package-test.sh (make package-test), which
+# installs the packages first.
+VM_SUITES := $(sort $(filter-out tests/test_packages.py,$(wildcard tests/test_*.py)))
 DEBUG_SUITES ?= $(VM_SUITES)
 # What `make check` runs on the platforms other than the primary: the suites of the code
 # that differs between kernels and rdma-cores (device and provider loading, MRs and mmap,
 # ODP, CQ creation and resize, the direct path, RC traffic and the tools, rdma_cm,
-# rdma-core's own suite against srnic and that kernel's rxe, the packages).
+# rdma-core's own suite against srnic and that kernel's rxe); the packages' test runs too.
+# (scripts/check.sh runs them beside the primary's.)
 PLATFORM_SUITES ?= tests/test_device.py tests/test_mr.py tests/test_odp.py tests/test_cq.py \
-	tests/test_cq_resize.py tests/test_direct_path.py tests/test_rc_tools.py \
-	tests/test_rdmacm.py tests/test_rdma_core.py tests/test_packages.py
+	tests/test_cq_resize.py tests/test_direct_path.py tests/test_direct_send.py \
+	tests/test_rc_traffic.py tests/test_rc_tools.py tests/test_rdmacm.py tests/test_rdma_core.py
 
 # libFuzzer target over kernel/srnic_wire.c, built with clang from the kernel
 # source through the userspace shim (userspace/fuzz/fuzz_wire.cpp).
@@ -91,7 +94,7 @@ FUZZ_WIRE_DEPS := $(FUZZ_WIRE_SRCS) kernel/srnic_wire.h kernel/srnic_wire_compat
 .PHONY: all module provider deps root install install-module install-provider \
 	uninstall run check check-primary check-platform check-all unit-test checkpatch \
 	fuzz fuzz-build fuzz-merge vm-test print-platform-suites print-platform-topologies bench debug-kernel debug-check \
-	deb compat-report platform-info clean
+	deb package-test compat-report platform-info clean
 
 all: module provider
 
@@ -206,14 +209,19 @@ fuzz-merge: $(FUZZ_WIRE)
 vm-test: root all
 	scripts/run-vm-suites.sh --platform $(PLATFORM) $(VM_SUITES)
 
+# PLATFORM's packages (make deb first) installed into an overlay of its root, used in its
+# VM (tests/test_packages.py), purged, nothing left behind (scripts/package-test.sh).
+package-test: root
+	scripts/package-test.sh $(PLATFORM)
+
 # Every test on PLATFORM: what does not need a VM (on the host: checkpatch and the fuzzer
 # look at the sources, which are the same everywhere), then the VM suites.
 check-platform: deps root all unit-test
 ifeq ($(PLATFORM),$(PRIMARY_PLATFORM))
 	$(MAKE) checkpatch fuzz
 endif
-	$(MAKE) deb PLATFORM=$(PLATFORM)
 	$(MAKE) vm-test PLATFORM=$(PLATFORM)
+	$(MAKE) deb package-test PLATFORM=$(PLATFORM)
 
 # The topologies (tests/topology.py) of those suites there: one device, the wire between two
 # namespaces, and that kernel's rxe as the requester against srnic.
@@ -240,8 +248,8 @@ check-all:
 
 # perftest on srnic and rxe, srnic over the wire, memcpy, syscalls per post:
 # one table, also in build/bench/results.txt (and .json).
-bench: deps all
-	scripts/bench.sh
+bench: deps root all
+	scripts/bench.sh --platform $(PLATFORM)
 
 # A debug kernel from Debian's linux-source-6.1 (KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
 # kmemleak...; scripts/debug-kernel.sh, scripts/debug-kernel.config), built once and

@@ -206,6 +206,7 @@ class Bench:
                 datetime.datetime.now(datetime.timezone.utc)
                 .strftime("%Y-%m-%d %H:%M UTC"),
                 "commit": os.environ.get("SRNIC_BENCH_COMMIT", "unknown"),
+                "platform": os.environ.get("SRNIC_BENCH_PLATFORM", "bookworm"),
                 "host_load_start": os.environ.get("SRNIC_BENCH_HOST_LOAD",
                                                   "unknown"),
                 "kernel": platform.release(),
@@ -626,6 +627,7 @@ class Report:
         head = [
             f"srnic benchmark (make bench), {meta.get('date', '?')}, "
             f"commit {meta.get('commit', '?')}",
+            f"platform {meta.get('platform', '?')}",
             f"VM: QEMU/TCG, {meta.get('cpus', '?')} vCPUs, kernel "
             f"{meta.get('kernel', '?')}, perftest "
             f"{meta.get('perftest', '?')}; host load average "

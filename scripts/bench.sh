@@ -7,7 +7,10 @@
 # build/bench/results.txt, with build/bench/results.json next to it.
 # Documentation/performance.rst says what each line means.
 #
-# Usage: scripts/bench.sh [--timeout SECS]
+# Usage: scripts/bench.sh [--platform NAME] [--timeout SECS]
+#   --platform NAME the platform (scripts/platforms.conf, default bookworm):
+#                   its VM, its srnic build and its kernel's rxe; results in
+#                   build/bench for bookworm, build/bench/NAME for the others
 #   --timeout SECS  the VM's (default 1080, SRNIC_BENCH_TIMEOUT); the guest
 #                   stops starting runs when it would overrun it
 # Environment: SRNIC_BENCH_TOOL_TIMEOUT (seconds per tool run, default 60),
@@ -25,12 +28,19 @@ set -uo pipefail
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
 cd "$REPO" || exit 2
 out=$REPO/build/bench
+platform=bookworm
 timeout=${SRNIC_BENCH_TIMEOUT:-1080}
 
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout)
 		timeout=${2:?--timeout needs SECS}
+		shift 2
+		;;
+	--platform)
+		platform=${2:?--platform needs a NAME}
+		scripts/platform check "$platform" || exit 2
+		[ "$platform" = bookworm ] || out=$REPO/build/bench/$platform
 		shift 2
 		;;
 	-h | --help)
@@ -44,9 +54,10 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-for f in srnic.ko build/userspace/libsrnic-rdmav34.so; do
+for f in "$(scripts/platform module "$platform")" \
+	"$(scripts/platform provider-dir "$platform")"/libsrnic-rdmav*.so; do
 	if [ ! -f "$f" ]; then
-		echo "bench.sh: $f is missing: run make first (make bench does)" >&2
+		echo "bench.sh: $f is missing: run make PLATFORM=$platform first (make bench does)" >&2
 		exit 2
 	fi
 done
@@ -81,9 +92,11 @@ for var in SRNIC_BENCH_TOOL_TIMEOUT SRNIC_BENCH_REPEAT SRNIC_BENCH_ITERS_BW_4K \
 done
 
 start=$SECONDS
-scripts/vm-run --timeout "$timeout" --results "$out" --log "$out/console.log" \
+scripts/vm-run --platform "$platform" --timeout "$timeout" --results "$out" \
+	--log "$out/console.log" \
 	--env PYTHONUNBUFFERED=1 \
 	--env "SRNIC_BENCH_COMMIT=$commit" \
+	--env "SRNIC_BENCH_PLATFORM=$(scripts/platform version-line "$platform")" \
 	--env "SRNIC_BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')" \
 	--env "SRNIC_BENCH_HOST_LOAD=$load_start" \
 	--env "SRNIC_BENCH_BUDGET=$((timeout - 90))" \

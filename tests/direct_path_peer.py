@@ -21,7 +21,7 @@ import sys
 import time
 from types import SimpleNamespace
 
-import pyverbs.enums as e
+import verbs_enums as e
 from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context

@@ -244,7 +244,9 @@ HOLDER_SCRIPT = r"""
 import sys
 from pyverbs.device import Context
 from pyverbs.pd import PD
-import pyverbs.enums as e
+import os, sys  # noqa: E401
+sys.path.insert(0, os.path.join(os.environ["SRNIC_REPO"], "tests"))
+import verbs_enums as e
 ctx = Context(name=sys.argv[1])
 pd = PD(ctx)
 print("ready", flush=True)

@@ -14,7 +14,7 @@ import os
 import select
 import time
 
-import pyverbs.enums as e
+import verbs_enums as e
 from pyverbs.addr import AHAttr, GID, GlobalRoute
 from pyverbs.cq import CQ, CompChannel
 from pyverbs.device import Context

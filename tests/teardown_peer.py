@@ -37,7 +37,7 @@ import select
 import sys
 import time
 
-import pyverbs.enums as e
+import verbs_enums as e
 from pyverbs.addr import AHAttr, GID, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context

@@ -16,7 +16,7 @@ import pytest
 from harness import link_delete, port_gids, run, wait_for
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.addr import AH, AHAttr, GID, GlobalRoute  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402

@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.cq import CQ, CompChannel  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
@@ -182,7 +182,9 @@ def test_arm_survives_resize(ctx):
 # stale pointer would fault; run in a child so a crash fails one test.
 CHILD = r"""
 import sys
-import pyverbs.enums as e
+import os, sys  # noqa: E401
+sys.path.insert(0, os.path.join(os.environ["SRNIC_REPO"], "tests"))
+import verbs_enums as e
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.pd import PD

@@ -75,7 +75,7 @@ def test_provider_binds_any_name(srnic, veth):
     """A device named like nothing srnic-ish still opens with our provider."""
     pyverbs_device = pytest.importorskip("pyverbs.device")
     from pyverbs.pd import PD
-    import pyverbs.enums as e
+    import verbs_enums as e
 
     run("ip", "addr", "add", "198.18.0.1/24", "dev", veth.a)
     link_add("anything", veth.a)

@@ -20,7 +20,7 @@ from test_rc_local import (ACCESS, BUF, RcEnd, connected_pairs, fill,
                            make_devices)
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.mr import MR  # noqa: E402
 from pyverbs.qp import QPAttr  # noqa: E402
 from pyverbs.wr import SGE, SendWR  # noqa: E402
@@ -66,6 +66,44 @@ def test_small_writes_take_the_direct_path(pair):
     # One window for the one R_Key, however many WRITEs used it.
     assert windows() == before + 1
     # Nothing else completed, on either side.
+    assert a.cq.poll(1)[0] == 0 and b.cq.poll(1)[0] == 0
+
+
+def test_writes_built_with_the_wr_builders_take_the_direct_path(pair):
+    """perftest 25 (Debian 13, sid) posts through the ibv_wr_* builders of
+    an extended QP: a batch of one small WRITE, from an SGE or inline, takes
+    the direct path as post_send's does; a batch of two goes to the engine
+    (in order), the window unused."""
+    a, b = pair(a={"send_ops": e.IBV_QP_EX_WITH_RDMA_WRITE})
+    data = fill(a, 17)
+    fill(b, 18)
+    before = windows()
+    for i, inline in enumerate([False, True, False]):
+        a.qp.wr_start()
+        a.qp.wr_id = i
+        a.qp.wr_flags = e.IBV_SEND_SIGNALED | \
+            (e.IBV_SEND_INLINE if inline else 0)
+        a.qp.wr_rdma_write(b.mr.rkey, b.mr.buf + 64 * i)
+        if inline:
+            a.qp.wr_set_inline_data(a.mr.buf + 64 * i, 64)
+        else:
+            a.qp.wr_set_sge(SGE(a.mr.buf + 64 * i, 64, a.mr.lkey))
+        a.qp.wr_complete()
+        (wc,) = a.poll()
+        assert (wc.status, wc.opcode, wc.wr_id) == \
+            (e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE, i)
+    assert b.mr.read(192, 0) == data[:192]
+    assert windows() == before + 1
+    # Two in one batch: the engine's, both completed in order.
+    a.qp.wr_start()
+    for i in (3, 4):
+        a.qp.wr_id = i
+        a.qp.wr_flags = e.IBV_SEND_SIGNALED
+        a.qp.wr_rdma_write(b.mr.rkey, b.mr.buf + 64 * i)
+        a.qp.wr_set_sge(SGE(a.mr.buf + 64 * i, 64, a.mr.lkey))
+    a.qp.wr_complete()
+    assert [wc.wr_id for wc in a.poll(2)] == [3, 4]
+    assert b.mr.read(320, 0) == data[:320]
     assert a.cq.poll(1)[0] == 0 and b.cq.poll(1)[0] == 0
 
 

@@ -27,7 +27,7 @@ import pytest
 from harness import link_add, wait_for
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.device import AllocDmAttr, Context, DM  # noqa: E402
 from pyverbs.mr import DMMR, MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402

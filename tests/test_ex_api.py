@@ -21,7 +21,7 @@ import time
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.addr import AH, AHAttr, GID, GlobalRoute  # noqa: E402
 from pyverbs.cq import CQEX, CqInitAttrEx, PollCqAttr  # noqa: E402
 from pyverbs.device import Context  # noqa: E402

@@ -22,7 +22,7 @@ from pyverbs.mem_alloc import free, posix_memalign  # noqa: E402
 from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 
 LW = e.IBV_ACCESS_LOCAL_WRITE
 RW = e.IBV_ACCESS_REMOTE_WRITE
@@ -224,7 +224,9 @@ import sys
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.mr import MR
-import pyverbs.enums as e
+import os, sys  # noqa: E401
+sys.path.insert(0, os.path.join(os.environ["SRNIC_REPO"], "tests"))
+import verbs_enums as e
 ctx = Context(name=sys.argv[1])
 pd = PD(ctx)
 mrs = [MR(pd, 1 << 20, e.IBV_ACCESS_LOCAL_WRITE) for _ in range(20)]
@@ -484,7 +486,9 @@ import sys
 from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.mr import MR
-import pyverbs.enums as e
+import os, sys  # noqa: E401
+sys.path.insert(0, os.path.join(os.environ["SRNIC_REPO"], "tests"))
+import verbs_enums as e
 ctx = Context(name=sys.argv[1])
 pd = PD(ctx)
 mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)

@@ -12,7 +12,7 @@ import errno
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.mem_alloc import free, posix_memalign  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402

@@ -20,7 +20,7 @@ import errno
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.mr import MR, MW, MWBind, MWBindInfo  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 from pyverbs.wr import SendWR  # noqa: E402

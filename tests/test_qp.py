@@ -13,7 +13,7 @@ import itertools
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.addr import AHAttr, GID, GlobalRoute  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
@@ -402,7 +402,9 @@ SQD_SCRIPT = r"""
 import sys
 from types import SimpleNamespace
 sys.path.insert(0, sys.argv[1])
-import pyverbs.enums as e
+import os, sys  # noqa: E401
+sys.path.insert(0, os.path.join(os.environ["SRNIC_REPO"], "tests"))
+import verbs_enums as e
 from pyverbs.qp import QPAttr
 from test_qp import Env, RTS, SQD
 

@@ -29,7 +29,7 @@ import struct
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 from pyverbs.qp import QPCap, QPEx, QPInitAttrEx  # noqa: E402
 from pyverbs.wr import SGE, SendWR  # noqa: E402

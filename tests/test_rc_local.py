@@ -16,13 +16,14 @@ from harness import (ipv4_gid, link_add, link_counters, port_gids, run,
                      wait_for)
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.addr import AHAttr, GlobalRoute  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
 from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
+from pyverbs.qp import (QP, QPAttr, QPCap, QPEx, QPInitAttr,  # noqa: E402
+                        QPInitAttrEx)
 from pyverbs.wr import SGE, RecvWR, SendWR  # noqa: E402
 
 ADDR_A, ADDR_B = "198.18.9.1", "198.18.9.2"
@@ -42,7 +43,7 @@ class RcEnd:
     """One RC QP with its CQ and a registered buffer, on device dev."""
 
     def __init__(self, dev, gidx, access=ACCESS, rnr_retry=7,
-                 min_rnr_timer=1, split_cq=False, buf=BUF):
+                 min_rnr_timer=1, split_cq=False, buf=BUF, send_ops=0):
         self.ctx = Context(name=dev)
         self.gidx = gidx
         self.pd = PD(self.ctx)
@@ -56,10 +57,19 @@ class RcEnd:
         init = QPAttr(port_num=1)
         init.qp_access_flags = ACCESS   # what the responder allows
         # Only WRs posted with IBV_SEND_SIGNALED complete successfully.
-        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq,
-                                         rcq=self.rcq, cap=cap,
-                                         sq_sig_all=0),
-                     init)
+        if send_ops:
+            # An extended QP, posted to through the ibv_wr_* builders.
+            self.qp = QPEx(self.ctx, QPInitAttrEx(
+                qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.rcq, cap=cap,
+                sq_sig_all=0, pd=self.pd, send_ops_flags=send_ops,
+                comp_mask=e.IBV_QP_INIT_ATTR_PD |
+                e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+            self.qp.to_init(init)
+        else:
+            self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC,
+                                             scq=self.cq, rcq=self.rcq,
+                                             cap=cap, sq_sig_all=0),
+                         init)
         self.rnr_retry = rnr_retry
         self.min_rnr_timer = min_rnr_timer
 

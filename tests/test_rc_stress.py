@@ -31,7 +31,7 @@ import time
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 
 import harness  # noqa: E402
 import topology as topo_mod  # noqa: E402

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
 from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402

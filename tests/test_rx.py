@@ -92,7 +92,7 @@ def test_bad_icrc_for_a_live_qp_dropped_by_its_task(peer, ipv6):
     kept out of the receiving softirq). One with a wrong ICRC must still be
     dropped and counted there, completing nothing; the same datagram with
     its ICRC right is received whole."""
-    import pyverbs.enums as e
+    import verbs_enums as e
     from rc_verbs import close_all, recv_wr, sge
     from ud_verbs import GRH, QKEY, UDSide
 

@@ -34,7 +34,7 @@ import random
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
 
 import harness  # noqa: E402

@@ -26,7 +26,7 @@ import zlib
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 
 import harness  # noqa: E402
 import topology as topo_mod  # noqa: E402

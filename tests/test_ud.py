@@ -24,7 +24,7 @@ import struct
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.addr import AH, AHAttr, GID, GlobalRoute  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402

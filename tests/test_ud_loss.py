@@ -18,7 +18,7 @@ import zlib
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 
 import harness  # noqa: E402
 from faults import wire  # noqa: E402,F401 (fixture)

@@ -36,7 +36,7 @@ import time
 import pytest
 
 pytest.importorskip("pyverbs")
-import pyverbs.enums as e  # noqa: E402
+import verbs_enums as e  # noqa: E402
 from pyverbs.addr import AHAttr, GID, GlobalRoute  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
 from pyverbs.device import Context  # noqa: E402

@@ -4,7 +4,7 @@
 Used by tests/test_ud.py and tests/test_ud_loss.py."""
 import time
 
-import pyverbs.enums as e
+import verbs_enums as e
 from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context

@@ -82,6 +82,9 @@ u8, u16, u32, s32, u64 = C.c_uint8, C.c_uint16, C.c_uint32, C.c_int32, \
 
 class S(C.Structure):
     _pack_ = 8
+    # The layout _pack_ has always meant; Python 3.14 wants it said (and
+    # older ones ignore the attribute). The structs have no bit fields.
+    _layout_ = "ms"
 
     def pack(self):
         return bytes(self)

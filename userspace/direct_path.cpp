@@ -469,7 +469,12 @@ void complete_direct(const Qp &qp, Cq &cq, const ibv_send_wr &wr, ibv_wc_opcode 
 
 } // namespace
 
-bool post_send_direct(Qp &qp, const ibv_send_wr &wr) noexcept
+namespace
+{
+
+// The send CQ of a work request the direct path could take (an RC WRITE or
+// SEND with no flag it does not know, the QP in RTS), or nullptr.
+[[nodiscard]] Cq *direct_candidate(const Qp &qp, const ibv_send_wr &wr, bool &is_write) noexcept
 {
 	constexpr unsigned int direct_send_flags =
 		IBV_SEND_SIGNALED | IBV_SEND_INLINE | IBV_SEND_FENCE | IBV_SEND_SOLICITED;
@@ -477,19 +482,21 @@ bool post_send_direct(Qp &qp, const ibv_send_wr &wr) noexcept
 	std::underlying_type_t<ibv_wr_opcode> opcode;
 	static_assert(sizeof(opcode) == sizeof(wr.opcode));
 	std::memcpy(&opcode, &wr.opcode, sizeof(opcode));
-	const bool is_write = opcode == IBV_WR_RDMA_WRITE;
+	is_write = opcode == IBV_WR_RDMA_WRITE;
 	const bool is_send = opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM;
 	if ((!is_write && !is_send) || qp.type != IBV_QPT_RC ||
 	    (wr.send_flags & ~direct_send_flags) ||
 	    qp.state.load(std::memory_order_relaxed) != IBV_QPS_RTS)
-		return false;
+		return nullptr;
 	if (!qp.vqp.qp.send_cq)
-		return false;
-	Cq &cq = *to_srnic_cq(qp.vqp.qp.send_cq);
-	if (!cq.direct_ok)
-		return false;
+		return nullptr;
+	Cq *cq = to_srnic_cq(qp.vqp.qp.send_cq);
+	return cq->direct_ok ? cq : nullptr;
+}
 
-	SpinGuard sq_guard(qp.sq_lock);
+// The rest of post_send_direct(), with sq_lock held.
+[[nodiscard]] bool post_direct_locked(Qp &qp, Cq &cq, const ibv_send_wr &wr, bool is_write) noexcept
+{
 	if (qp.direct.disabled())
 		return false;
 	Gather g;
@@ -502,6 +509,48 @@ bool post_send_direct(Qp &qp, const ibv_send_wr &wr) noexcept
 	    load_acquire(ctrl.completed) != load_relaxed(ctrl.producer))
 		return false;
 	return is_write ? write_direct(qp, cq, wr, g, ctrl) : send_direct(qp, cq, wr, g, ctrl);
+}
+
+} // namespace
+
+bool post_send_direct(Qp &qp, const ibv_send_wr &wr) noexcept
+{
+	bool is_write;
+	Cq *cq = direct_candidate(qp, wr, is_write);
+	if (!cq)
+		return false;
+	SpinGuard sq_guard(qp.sq_lock);
+	return post_direct_locked(qp, *cq, wr, is_write);
+}
+
+bool post_wqe_direct_locked(Qp &qp, const srnic_send_wqe &wqe) noexcept
+{
+	ibv_send_wr wr = {};
+	ibv_sge inline_sge = {};
+	wr.wr_id = wqe.wr_id;
+	wr.opcode = static_cast<ibv_wr_opcode>(wqe.opcode);
+	// SIGNALED already has the QP's sq_sig_all folded in: the same answer.
+	wr.send_flags = ((wqe.flags & SRNIC_WQE_SIGNALED) ? IBV_SEND_SIGNALED : 0) |
+			((wqe.flags & SRNIC_WQE_FENCE) ? IBV_SEND_FENCE : 0) |
+			((wqe.flags & SRNIC_WQE_SOLICITED) ? IBV_SEND_SOLICITED : 0) |
+			((wqe.flags & SRNIC_WQE_INLINE) ? IBV_SEND_INLINE : 0);
+	wr.imm_data = wqe.imm_data;
+	wr.wr.rdma.remote_addr = wqe.rdma.remote_addr;
+	wr.wr.rdma.rkey = wqe.rdma.rkey;
+	if (wqe.flags & SRNIC_WQE_INLINE) {
+		// The payload is in the slot, after the header.
+		inline_sge.addr = reinterpret_cast<uintptr_t>(&wqe + 1);
+		inline_sge.length = wqe.inline_len;
+		wr.sg_list = &inline_sge;
+		wr.num_sge = wqe.inline_len ? 1 : 0;
+	} else {
+		// ibv_sge and srnic_sge are the same 16 bytes (qp.h).
+		wr.sg_list = const_cast<ibv_sge *>(reinterpret_cast<const ibv_sge *>(&wqe + 1));
+		wr.num_sge = wqe.num_sge;
+	}
+	bool is_write;
+	Cq *cq = direct_candidate(qp, wr, is_write);
+	return cq && post_direct_locked(qp, *cq, wr, is_write);
 }
 
 } // namespace srnic

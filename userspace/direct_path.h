@@ -162,6 +162,10 @@ class DirectPath
 // Executes wr on the direct path if it can: true when the WRITE or SEND is
 // done (and its completion queued, if signaled). false sends it to the engine.
 [[nodiscard]] bool post_send_direct(Qp &qp, const ibv_send_wr &wr) noexcept;
+// The same for a WQE the ibv_wr_* builders wrote into the SQ and that is
+// not published yet (wr_complete of a batch of one), with sq_lock held: true
+// when it was executed here (the caller then discards the slot).
+[[nodiscard]] bool post_wqe_direct_locked(Qp &qp, const srnic_send_wqe &wqe) noexcept;
 
 } // namespace srnic
 

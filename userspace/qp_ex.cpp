@@ -89,6 +89,9 @@ int wr_complete(ibv_qp_ex *qpx) noexcept
 	bool doorbell = false;
 	if (err)
 		qp.sq->discard_unpublished();
+	else if (qp.sq->unpublished() == 1 && qp.ex_wqe &&
+		 post_wqe_direct_locked(qp, *qp.ex_wqe))
+		qp.sq->discard_unpublished(); // done by the direct path, as post_send does
 	else
 		doorbell = qp.sq->unpublished() && qp.sq->publish_then_check_need_wakeup();
 	end_batch(qp);
