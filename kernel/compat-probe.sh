@@ -46,6 +46,8 @@ probe CREATE_CQ_ATTRS rdma/ib_verbs.h '\(\*create_cq\)\(' 'struct uverbs_attr_bu
 probe RESIZE_USER_CQ rdma/ib_verbs.h '\(\*resize_user_cq\)\('
 # 6.17: reg_user_mr takes a DMA handle.
 probe REG_USER_MR_DMAH rdma/ib_verbs.h '\(\*reg_user_mr\)\(' 'struct ib_dmah' 3
+# 7.x: the query_port_speed verb (ibv_query_port_speed, rdma-core 65).
+probe QUERY_PORT_SPEED rdma/ib_verbs.h '\(\*query_port_speed\)\('
 # 7.x: ib_umem_get() became ib_umem_get_va().
 probe IB_UMEM_GET_VA rdma/ib_umem.h 'ib_umem_get_va\('
 # 6.15: an ODP umem's pages are an hmm_dma_map of HMM PFNs (map.pfn_list), not a dma_list.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * srnic: adapters from the ib_device_ops prototypes of newer kernels to
- * srnic's verbs (see srnic_compat.h). Empty where the kernel has the 6.1
- * prototypes.
+ * srnic's verbs, and the verbs only newer kernels have (see
+ * srnic_compat.h). Empty where the kernel has the 6.1 prototypes.
  */
 
 #include "srnic.h"
@@ -38,5 +38,27 @@ struct ib_mr *srnic_compat_reg_user_mr(struct ib_pd *ibpd, u64 start,
 	if (dmah)
 		return ERR_PTR(-EOPNOTSUPP);
 	return srnic_reg_user_mr(ibpd, start, length, virt_addr, access, udata);
+}
+#endif
+
+#ifdef SRNIC_HAVE_QUERY_PORT_SPEED
+/*
+ * 7.x: the port's rate in 100 Mb/s units (struct ib_port_speed_info's), from
+ * the speed and width query_port reports for the netdev.
+ */
+int srnic_query_port_speed(struct ib_device *ibdev, u32 port_num, u64 *speed)
+{
+	struct ib_port_speed_info info;
+	struct ib_port_attr attr;
+	int err;
+
+	err = ib_query_port(ibdev, port_num, &attr);
+	if (err)
+		return err;
+	err = ib_port_attr_to_speed_info(&attr, &info);
+	if (err)
+		return err;
+	*speed = info.rate;
+	return 0;
 }
 #endif

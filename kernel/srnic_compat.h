@@ -123,6 +123,13 @@ int srnic_compat_resize_cq(struct ib_cq *ibcq, unsigned int cqe,
 #define SRNIC_OP_RESIZE_CQ resize_cq
 #define srnic_compat_resize_cq srnic_resize_cq
 #endif
+/* Verbs only newer kernels have: their entries, or nothing. */
+#ifdef SRNIC_HAVE_QUERY_PORT_SPEED
+int srnic_query_port_speed(struct ib_device *ibdev, u32 port_num, u64 *speed);
+#define SRNIC_NEWER_DEVICE_OPS .query_port_speed = srnic_query_port_speed,
+#else
+#define SRNIC_NEWER_DEVICE_OPS
+#endif
 #ifdef SRNIC_HAVE_REG_USER_MR_DMAH
 struct ib_mr *srnic_compat_reg_user_mr(struct ib_pd *ibpd, u64 start,
 				       u64 length, u64 virt_addr, int access,

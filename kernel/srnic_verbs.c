@@ -454,6 +454,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.req_notify_cq = srnic_req_notify_cq,
 	.rereg_user_mr = srnic_rereg_user_mr,
 	.SRNIC_OP_RESIZE_CQ = srnic_compat_resize_cq,
+	SRNIC_NEWER_DEVICE_OPS
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, srnic_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, srnic_cq, ibcq),

@@ -21,6 +21,8 @@ set -uo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
 cd "$REPO" || exit 2
+# shellcheck source=platform.sh
+. scripts/platform.sh
 name=${1:?usage: package-test.sh NAME}
 scripts/platform check "$name" || exit 2
 root=$(scripts/platform root "$name") || exit 2
@@ -50,18 +52,8 @@ mount -t overlay overlay -o "lowerdir=$root,upperdir=$dir/upper,workdir=$dir/wor
 cleanup() { umount "$merged" 2>/dev/null || umount -l "$merged"; }
 trap cleanup EXIT
 
-# in_root CMD...: CMD in the overlay root, as scripts/platform run does for a platform root.
-in_root() {
-	unshare --mount --propagation private -- /bin/bash -c '
-		set -e
-		root=$1
-		shift
-		for d in proc sys dev dev/pts; do mount --rbind "/$d" "$root/$d"; done
-		mount -t tmpfs tmpfs "$root/tmp"
-		exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-			LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
-	' in-root "$merged" "$@"
-}
+# in_root CMD...: CMD in the overlay root, with a /tmp of its own.
+in_root() { platform_chroot "$merged" --tmp -- "$@"; }
 
 kver=$(ls "$merged/boot" | sed -n 's/^vmlinuz-//p' | sort -V | tail -n 1)
 echo "package-test: $name: installing $(basename "${debs[0]}") $(basename "${debs[1]}")" \

@@ -82,16 +82,7 @@ chmod 755 "$new/usr/sbin/policy-rc.d"
 } >"$new/etc/apt/apt.conf.d/99srnic"
 echo "deb $MIRROR $suite main" >"$new/etc/apt/sources.list"
 
-in_new() {
-	unshare --mount --propagation private -- /bin/bash -c '
-		set -e
-		root=$1
-		shift
-		for d in proc sys dev dev/pts; do mount --rbind "/$d" "$root/$d"; done
-		exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-			LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive INITRD=No "$@"
-	' in-new "$new" "$@"
-}
+in_new() { platform_chroot "$new" -- "$@"; }
 pkgs=()
 for p in "${PACKAGES[@]}"; do
 	[[ "$p" == \#* ]] || pkgs+=("$p")

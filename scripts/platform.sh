@@ -97,9 +97,43 @@ platform_version_line() {
 	echo
 }
 
-# platform_run NAME COMMAND...: run COMMAND in NAME's root with the repo at its own path and
-# /proc, /sys and /dev of the host, in a private mount namespace (the mounts vanish with it).
-# On the host's own platform COMMAND simply runs.
+# platform_chroot ROOT [--repo] [--tmp] [--] COMMAND...: COMMAND in ROOT (a chroot), with the
+# host's /proc, /sys and /dev, in a private mount namespace (the mounts vanish with it) and a
+# clean environment (PATH, HOME, LANG, and for maintainer scripts DEBIAN_FRONTEND=noninteractive
+# and INITRD=No). --repo binds the repo at its own path and starts COMMAND there; --tmp mounts
+# a fresh tmpfs on /tmp. ROOT is first bound onto itself, so that tools inside (unshare, the
+# unit tests) can change its propagation as on a booted system.
+platform_chroot() {
+	local root=$1 repo= tmp=0
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--repo) repo=$PLATFORM_REPO; shift ;;
+		--tmp) tmp=1; shift ;;
+		--) shift; break ;;
+		*) break ;;
+		esac
+	done
+	unshare --mount --propagation private -- /bin/bash -c '
+		set -e
+		root=$1 repo=$2 tmp=$3
+		shift 3
+		mount --bind "$root" "$root"
+		for d in proc sys dev dev/pts; do mount --rbind "/$d" "$root/$d"; done
+		[ "$tmp" = 0 ] || mount -t tmpfs tmpfs "$root/tmp"
+		if [ -n "$repo" ]; then
+			mkdir -p "$root$repo"
+			mount --bind "$repo" "$root$repo"
+		fi
+		exec chroot "$root" /usr/bin/env -i \
+			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+			LANG=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive INITRD=No \
+			/bin/sh -c "cd \"\${0:-/}\" && exec \"\$@\"" "$repo" "$@"
+	' platform-chroot "$root" "$repo" "$tmp" "$@"
+}
+
+# platform_run NAME COMMAND...: run COMMAND in NAME's root with the repo at its own path
+# (platform_chroot --repo). On the host's own platform COMMAND simply runs.
 platform_run() {
 	local name=$1 root
 	shift
@@ -110,19 +144,7 @@ platform_run() {
 	root=$(platform_root "$name")
 	[ -f "$root/etc/srnic-platform" ] ||
 		platform_die "no $name root in $root: run 'make root PLATFORM=$name'"
-	unshare --mount --propagation private -- /bin/bash -c '
-		set -e
-		root=$1 repo=$2
-		shift 2
-		# The root as a mount point of its own: tools inside (unshare, the unit
-		# tests) can then change its propagation as on a booted system.
-		mount --bind "$root" "$root"
-		for d in proc sys dev dev/pts; do mount --rbind "/$d" "$root/$d"; done
-		mkdir -p "$root$repo"
-		mount --bind "$repo" "$root$repo"
-		exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			HOME=/root LANG=C.UTF-8 TERM=dumb ${SRNIC_ROOT_ENV:-} /bin/sh -c "cd \"\$0\" && exec \"\$@\"" "$repo" "$@"
-	' platform-run "$root" "$PLATFORM_REPO" "$@"
+	platform_chroot "$root" --repo -- "$@"
 }
 
 # platform_build_dir NAME: where NAME's builds go, relative to the repo: "." for the primary

@@ -16,8 +16,8 @@ import mmap
 import pytest
 
 from harness import link_counters, module_param, wait_for
-from test_rc_local import (ACCESS, BUF, RcEnd, connected_pairs, fill,
-                           make_devices)
+from test_rc_local import (ACCESS, BUF, RcEnd, connected_pairs, ex_post,
+                           fill, make_devices)
 
 pytest.importorskip("pyverbs")
 import verbs_enums as e  # noqa: E402
@@ -79,16 +79,9 @@ def test_writes_built_with_the_wr_builders_take_the_direct_path(pair):
     fill(b, 18)
     before = windows()
     for i, inline in enumerate([False, True, False]):
-        a.qp.wr_start()
-        a.qp.wr_id = i
-        a.qp.wr_flags = e.IBV_SEND_SIGNALED | \
-            (e.IBV_SEND_INLINE if inline else 0)
-        a.qp.wr_rdma_write(b.mr.rkey, b.mr.buf + 64 * i)
-        if inline:
-            a.qp.wr_set_inline_data(a.mr.buf + 64 * i, 64)
-        else:
-            a.qp.wr_set_sge(SGE(a.mr.buf + 64 * i, 64, a.mr.lkey))
-        a.qp.wr_complete()
+        src = a.mr.buf + 64 * i
+        ex_post(a, i, "rdma_write", b.mr.rkey, b.mr.buf + 64 * i,
+                sge=SGE(src, 64, a.mr.lkey), inline=inline and (src, 64))
         (wc,) = a.poll()
         assert (wc.status, wc.opcode, wc.wr_id) == \
             (e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE, i)

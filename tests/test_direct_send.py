@@ -18,7 +18,7 @@ CQ) takes the committed work over exactly once.
 import pytest
 
 from harness import link_counters, module_param
-from test_rc_local import RcEnd, connected_pairs, fill, make_devices
+from test_rc_local import RcEnd, connected_pairs, ex_post, fill, make_devices
 
 pytest.importorskip("pyverbs")
 import verbs_enums as e  # noqa: E402
@@ -80,19 +80,9 @@ def test_sends_built_with_the_wr_builders_take_a_loan(pair):
         post_recv(b, 200 + i, [(RECV_OFF + 0x100 * i, 0x100)])
     for i, (imm, inline) in enumerate([(None, False), (0x0badcafe, False),
                                        (None, True)]):
-        a.qp.wr_start()
-        a.qp.wr_id = i
-        a.qp.wr_flags = e.IBV_SEND_SIGNALED | \
-            (e.IBV_SEND_INLINE if inline else 0)
-        if imm is None:
-            a.qp.wr_send()
-        else:
-            a.qp.wr_send_imm(imm)
-        if inline:
-            a.qp.wr_set_inline_data(a.mr.buf + 40 * i, 40)
-        else:
-            a.qp.wr_set_sge(SGE(a.mr.buf + 40 * i, 40, a.mr.lkey))
-        a.qp.wr_complete()
+        src = a.mr.buf + 40 * i
+        ex_post(a, i, *(("send",) if imm is None else ("send_imm", imm)),
+                sge=SGE(src, 40, a.mr.lkey), inline=inline and (src, 40))
         (wc,) = a.poll()
         assert (wc.status, wc.opcode, wc.wr_id) == \
             (e.IBV_WC_SUCCESS, e.IBV_WC_SEND, i)

@@ -102,6 +102,24 @@ class RcEnd:
         self.ctx.close()
 
 
+def ex_post(end, wr_id, op, *op_args, sge=None, inline=None, signaled=True):
+    """One work request, a batch of its own, through the ibv_wr_* builders
+    of end's extended QP (RcEnd with send_ops): op names the builder
+    (rdma_write, send, send_imm) and op_args are its arguments; the payload
+    is sge (an SGE) or inline ((address, length), IBV_SEND_INLINE)."""
+    qp = end.qp
+    qp.wr_start()
+    qp.wr_id = wr_id
+    qp.wr_flags = (e.IBV_SEND_SIGNALED if signaled else 0) | \
+        (e.IBV_SEND_INLINE if inline else 0)
+    getattr(qp, f"wr_{op}")(*op_args)
+    if inline:
+        qp.wr_set_inline_data(*inline)
+    else:
+        qp.wr_set_sge(sge)
+    qp.wr_complete()
+
+
 def make_devices(veth, two):
     """srnic0 on veth.a (ADDR_A) and, if two, srnic1 on veth.b (ADDR_B);
     returns [(device, GID index)] for the two ends of a connection."""

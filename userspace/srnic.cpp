@@ -96,6 +96,10 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.post_srq_recv = srnic::post_srq_recv,
 	.query_device_ex = srnic::query_device_ex,
 	.query_port = srnic::query_port,
+#if SRNIC_IBVERBS_PABI >= 65
+	// The kernel answers it from the netdev's link (srnic_query_port_speed()).
+	.query_port_speed = ibv_cmd_query_port_speed,
+#endif
 	.query_qp = srnic::query_qp,
 	.query_srq = srnic::query_srq,
 	.reg_dm_mr = srnic::reg_dm_mr,

@@ -415,6 +415,10 @@ int ibv_cmd_query_device_any(struct ibv_context *context,
 int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
 		       struct ibv_port_attr *port_attr, struct ibv_query_port *cmd,
 		       size_t cmd_size);
+#if SRNIC_IBVERBS_PABI >= 65
+// UVERBS_METHOD_QUERY_PORT_SPEED: the port's rate in 100 Mb/s units.
+int ibv_cmd_query_port_speed(struct ibv_context *context, uint32_t port_num, uint64_t *speed);
+#endif
 int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd, struct ibv_alloc_pd *cmd,
 		     size_t cmd_size, struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
 int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
