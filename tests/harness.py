@@ -13,6 +13,9 @@ import subprocess
 import time
 
 SYSFS_IB = "/sys/class/infiniband"
+# The running kernel's (major, minor), for what the kernel's own RDMA drivers
+# (rxe) do differently between releases.
+KERNEL = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
 SRNIC_ROOT = "/sys/devices/srnic"
 
 

@@ -100,6 +100,31 @@ def test_writes_built_with_the_wr_builders_take_the_direct_path(pair):
     assert a.cq.poll(1)[0] == 0 and b.cq.poll(1)[0] == 0
 
 
+def test_direct_completions_read_through_an_extended_cq(pair):
+    """A send CQ from ibv_create_cq_ex (perftest 25 makes them) lets the
+    direct path complete into it too: start_poll/next_poll return the
+    direct completion, then an engine's (a READ) behind it, in order."""
+    a, b = pair(a={"cq_ex": True})
+    data = fill(a, 19)
+    fill(b, 20)
+    before = windows()
+    write(a, b, 1, 64)
+    (wc,) = a.poll()
+    assert (wc.wr_id, wc.status, wc.opcode) == \
+        (1, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE)
+    assert windows() == before + 1
+    r = SendWR(wr_id=2, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
+               sg=[SGE(a.mr.buf + 8192, 64, a.mr.lkey)],
+               send_flags=e.IBV_SEND_SIGNALED)
+    r.set_wr_rdma(b.mr.rkey, b.mr.buf)
+    a.qp.post_send(r)
+    write(a, b, 3, 64, src_off=64, dst_off=64)
+    assert [(wc.wr_id, wc.status) for wc in a.poll(2)] == \
+        [(2, e.IBV_WC_SUCCESS), (3, e.IBV_WC_SUCCESS)]
+    assert a.mr.read(64, 8192) == data[:64]
+    assert b.mr.read(128, 0) == data[:128]
+
+
 def test_unsignaled_direct_writes_then_engine_ops_complete_in_order(pair):
     a, b = pair()
     data = fill(a, 13)

@@ -18,7 +18,7 @@ from harness import (ipv4_gid, link_add, link_counters, port_gids, run,
 pytest.importorskip("pyverbs")
 import verbs_enums as e  # noqa: E402
 from pyverbs.addr import AHAttr, GlobalRoute  # noqa: E402
-from pyverbs.cq import CQ  # noqa: E402
+from pyverbs.cq import CQ, CQEX, CqInitAttrEx, PollCqAttr  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
 from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
@@ -43,11 +43,16 @@ class RcEnd:
     """One RC QP with its CQ and a registered buffer, on device dev."""
 
     def __init__(self, dev, gidx, access=ACCESS, rnr_retry=7,
-                 min_rnr_timer=1, split_cq=False, buf=BUF, send_ops=0):
+                 min_rnr_timer=1, split_cq=False, buf=BUF, send_ops=0,
+                 cq_ex=False):
         self.ctx = Context(name=dev)
         self.gidx = gidx
         self.pd = PD(self.ctx)
-        self.cq = CQ(self.ctx, 64)
+        # cq_ex: an extended CQ (ibv_create_cq_ex), read with the
+        # start/next/end poll API, as perftest 25 makes them.
+        self.cq = CQEX(self.ctx, CqInitAttrEx(
+            cqe=64, wc_flags=e.IBV_WC_STANDARD_FLAGS)) if cq_ex \
+            else CQ(self.ctx, 64)
         # With split_cq, receives complete to a CQ of their own (rcq).
         self.rcq = CQ(self.ctx, 64) if split_cq else self.cq
         self.buf = buf
@@ -93,13 +98,32 @@ class RcEnd:
     def poll(self, count=1, timeout=10, cq=None):
         cq = self.cq if cq is None else cq
         wcs = []
-        wait_for(lambda: wcs.extend(cq.poll(count - len(wcs))[1]) or
+        read = poll_ex if isinstance(cq, CQEX) else \
+            (lambda cq, n: cq.poll(n)[1])
+        wait_for(lambda: wcs.extend(read(cq, count - len(wcs))) or
                  len(wcs) >= count, timeout=timeout, interval=0.001,
                  what="completions")
         return wcs
 
     def close(self):
         self.ctx.close()
+
+
+def poll_ex(cq, n):
+    """Up to n completions of an extended CQ, in one start/next/end
+    session, as (wr_id, status, opcode, qp_num) namespaces."""
+    wcs = []
+    if cq.start_poll(PollCqAttr()) != 0:
+        return wcs
+    try:
+        while True:
+            wcs.append(SimpleNamespace(wr_id=cq.wr_id, status=cq.status,
+                                       opcode=cq.read_opcode(),
+                                       qp_num=cq.read_qp_num()))
+            if len(wcs) == n or cq.poll_next() != 0:
+                return wcs
+    finally:
+        cq.end_poll()
 
 
 def ex_post(end, wr_id, op, *op_args, sge=None, inline=None, signaled=True):

@@ -57,8 +57,7 @@ for _t in SELECTED:
 # netns, RC between two of them in two netns (seen on 7.2). Before, it binds
 # UDP 4791 in init_net only. (A version test: trying it would take an RC
 # exchange.)
-RXE_NETNS = tuple(int(x) for x in
-                  os.uname().release.split("-")[0].split(".")[:2]) >= (7, 1)
+RXE_NETNS = harness.KERNEL >= (7, 1)
 
 RXE_SKIP = {
     "veth-one-netns": "rxe: two rxe devices in one netns cannot exchange "

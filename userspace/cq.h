@@ -58,14 +58,16 @@ struct Cq {
 	SpinLock lock;			// pollers and arming threads of this CQ
 	uint32_t cqn = 0;
 	// The direct path's completions, under lock. direct_ok: it may
-	// complete into this CQ (one that raises no events and is read with
-	// poll_cq, not the extended API).
+	// complete into this CQ (one that raises no events; poll_cq and the
+	// extended poll API both return them before the ring's).
 	DirectCompletions direct;
 	bool direct_ok = false;
 	// The extended poll API (cq_ex.h): the completion the ibv_wc_read_*
-	// calls read, from a successful start_poll/next_poll to the next call;
-	// lock is held from a successful start_poll to end_poll.
+	// calls read, from a successful start_poll/next_poll to the next call,
+	// and whether it is direct's front; lock is held from a successful
+	// start_poll to end_poll.
 	const srnic_cqe *ex_cqe = nullptr;
+	bool ex_cqe_direct = false;
 };
 
 [[nodiscard]] inline Cq *to_srnic_cq(ibv_cq *ibcq) noexcept

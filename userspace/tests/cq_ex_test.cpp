@@ -184,6 +184,41 @@ TEST_F(CqExTest, NextPollWalksAndWaitsWithoutLosingCompletions)
 	EXPECT_EQ(released(), 5u);
 }
 
+// The direct path's completions (Cq::direct) come first, then the ring's,
+// each exactly once, as poll_cq returns them; a direct one read by the
+// readers like any other and consumed without touching the ring.
+TEST_F(CqExTest, DirectCompletionsComeBeforeTheRing)
+{
+	ASSERT_TRUE(kernel_.complete(3, 30));
+	cq_->direct.push(full_cqe(1));
+	cq_->direct.push(full_cqe(2));
+	ASSERT_EQ(ibv_start_poll(cqx_, &attr_), 0);
+	EXPECT_EQ(cqx_->wr_id, 1u);
+	EXPECT_EQ(ibv_wc_read_byte_len(cqx_), 4097u);
+	EXPECT_EQ(ibv_wc_read_qp_num(cqx_), 0x11u);
+	ASSERT_EQ(ibv_next_poll(cqx_), 0);
+	EXPECT_EQ(cqx_->wr_id, 2u);
+	ASSERT_EQ(ibv_next_poll(cqx_), 0);
+	EXPECT_EQ(cqx_->wr_id, 3u);
+	EXPECT_EQ(ibv_wc_read_byte_len(cqx_), 30u);
+	EXPECT_EQ(ibv_next_poll(cqx_), ENOENT);
+	ibv_end_poll(cqx_);
+	EXPECT_EQ(released(), 1u) << "only the ring's one is handed back";
+	EXPECT_EQ(cq_->direct.front(), nullptr);
+
+	// end_poll right after a direct one consumes it alone.
+	cq_->direct.push(full_cqe(4));
+	ASSERT_TRUE(kernel_.complete(5));
+	ASSERT_EQ(ibv_start_poll(cqx_, &attr_), 0);
+	EXPECT_EQ(cqx_->wr_id, 4u);
+	ibv_end_poll(cqx_);
+	EXPECT_EQ(released(), 1u);
+	ASSERT_EQ(ibv_start_poll(cqx_, &attr_), 0);
+	EXPECT_EQ(cqx_->wr_id, 5u);
+	ibv_end_poll(cqx_);
+	EXPECT_EQ(released(), 2u);
+}
+
 // Several laps of the ring: owner phases flip, nothing is read twice.
 TEST_F(CqExTest, WrapsAroundTheRing)
 {
