@@ -78,10 +78,13 @@ if ! in_root dpkg --purge srnic-dkms ibverbs-provider-srnic >"$dir/purge.log" 2>
 fi
 
 # What the install and purge left in the upper layer, less what dpkg and apt keep of their
-# own: new paths are leftovers; whiteouts (character devices 0/0) are files that went missing.
+# own (and DKMS's module signing key, which DKMS makes on its first build where openssl is
+# installed and keeps for every module after): new paths are leftovers; whiteouts (character
+# devices 0/0) are files that went missing.
 leftovers=$(cd "$dir/upper" && find . -mindepth 1 |
 	sed 's|^\.||' | grep -Ev '^/(var/lib/dpkg|var/log|var/cache/(debconf|ldconfig)|var/lib/apt|tmp|root/\.cache)(/|$)' |
 	grep -Ev '^/etc/ld\.so\.cache$|^/lib/modules/[^/]+/modules\.[a-z.]+$|^/usr/lib/modules/[^/]+/modules\.[a-z.]+$' |
+	grep -Ev '^/var/lib/dkms/mok\.(key|pub)$' |
 	while read -r path; do
 		if [ -c "$dir/upper$path" ]; then
 			echo "removed: $path"

@@ -150,8 +150,20 @@ def parse_tests(out):
     return outcomes
 
 
+# run_tests.py with multiprocessing's "fork" start method, the default on
+# Linux before Python 3.14 (sid's), which made it "forkserver": the suite's
+# multi-process tests (rdma-core 65's test_multi_process_alloc_dm) pass their
+# test case to the child, which only fork can (forkserver pickles it and
+# fails: "cannot pickle 'TextIOWrapper' instances").
+RUN_TESTS_WITH_FORK = (
+    "import multiprocessing, runpy, sys; "
+    "multiprocessing.set_start_method('fork'); "
+    "sys.path.insert(0, 'tests'); sys.argv[0] = 'tests/run_tests.py'; "
+    "runpy.run_path('tests/run_tests.py', run_name='__main__')")
+
+
 def run_module(suite_dir, kind, dev, gid, netns, module):
-    argv = [sys.executable, "tests/run_tests.py", "--dev", dev, "--gid",
+    argv = [sys.executable, "-c", RUN_TESTS_WITH_FORK, "--dev", dev, "--gid",
             str(gid), "-v", f"tests.{module}"]
     if netns:
         argv = ["ip", "netns", "exec", netns] + argv
