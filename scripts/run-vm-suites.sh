@@ -20,7 +20,7 @@
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
-cd "$REPO"
+cd "$REPO" || exit 2
 platform=bookworm
 if [ "${1:-}" = --platform ]; then
 	platform=${2:?--platform needs a NAME}
