@@ -14,7 +14,8 @@
 # its waits scale with it),
 # SRNIC_TEST_TOPOLOGIES (comma-separated subset of tests/topology.py's),
 # SRNIC_STRESS_MESSAGES and SRNIC_STRESS_ACK_TIMEOUT (tests/test_rc_stress.py's
-# total and local ACK timeout exponent) and
+# total and local ACK timeout exponent), SRNIC_RDMA_CORE_RXE (0: tests/test_rdma_core.py
+# runs rdma-core's suite against srnic only) and
 # PYTEST_ADDOPTS (pytest's own, split like a shell: -k 'a or b' works there).
 # SRNIC_VM_SUITE_TIMEOUT bounds each suite's VM (seconds, default 1500).
 set -uo pipefail
@@ -35,7 +36,8 @@ scripts/platform version-line "$platform"
 failed_suites=()
 pass_env=()
 for var in SRNIC_TEST_DEVICE_KIND SRNIC_TEST_WC_TIMEOUT SRNIC_TEST_TOOL_TIMEOUT \
-	SRNIC_TEST_ACK_TIMEOUT SRNIC_TEST_TOPOLOGIES SRNIC_STRESS_MESSAGES SRNIC_STRESS_ACK_TIMEOUT PYTEST_ADDOPTS; do
+	SRNIC_TEST_ACK_TIMEOUT SRNIC_TEST_TOPOLOGIES SRNIC_STRESS_MESSAGES SRNIC_STRESS_ACK_TIMEOUT \
+	SRNIC_RDMA_CORE_RXE PYTEST_ADDOPTS; do
 	if [ -n "${!var:-}" ]; then
 		pass_env+=(--env "$var=${!var}")
 	fi

@@ -18,8 +18,10 @@ except ImportError:
     _flat = None
 
 if _flat is not None:
+    # All but the module's own dunders: some constants start with "_"
+    # (_IBV_ADVISE_MR_ADVICE_PREFETCH).
     globals().update({name: getattr(_flat, name) for name in dir(_flat)
-                      if not name.startswith("_")})
+                      if not name.startswith("__")})
 else:
     import pyverbs.libibverbs_enums as _ibv
     import pyverbs.librdmacm_enums as _rdmacm
