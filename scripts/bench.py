@@ -655,7 +655,7 @@ class Report:
             f"posts of 64 B",
             "one-device: client and server on one device; wire: srnic0 and "
             "srnic1 in two netns over a veth pair, its rxe column "
-            + ("rxe0 and rxe1 the same way (rxe has namespaces here)"
+            + ("rxe1 and rxe2 the same way (rxe has namespaces here)"
                if self.rxe_has_wire() else "rxe's one-device value") +
             "; veth MTU "
             f"{meta.get('veth_mtu', '1500')}",

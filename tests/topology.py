@@ -194,16 +194,20 @@ def build(topo_id, kind=KIND):
             if kind == "rxe":
                 # Only with RXE_NETNS (RXE_SKIP); its own namespaces and
                 # subnet, so that it can stand beside srnic's (make bench).
+                # Device names are global (ib_core answers a taken one
+                # with ENFILE): rxe1 and rxe2 leave rxe0 to one-device.
                 load_rxe()
                 ns, net = ("rcnsa-rxe", "rcnsb-rxe"), "198.18.40"
+                names = ("rxe1", "rxe2")
             else:
                 unload_rxe()
                 load_srnic()
                 ns = ("rcnsa", "rcnsb")
+                names = ("srnic0", "srnic1")
             veth.move_to_netns(veth.a, ns[0])
             veth.move_to_netns(veth.b, ns[1])
-            a = End(f"{kind}0", kind, veth.a, f"{net}.1", ns[0])
-            b = End(f"{kind}1", kind, veth.b, f"{net}.2", ns[1])
+            a = End(names[0], kind, veth.a, f"{net}.1", ns[0])
+            b = End(names[1], kind, veth.b, f"{net}.2", ns[1])
             for end in (a, b):
                 harness.run("ip", "addr", "add", f"{end.addr}/24", "dev",
                             end.netdev, netns=end.netns)
