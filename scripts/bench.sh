@@ -70,8 +70,14 @@ if ! flock -n 9; then
 	echo "bench.sh: another bench runs in this clone ($REPO/build/.bench.lock)" >&2
 	exit 2
 fi
-rm -rf "$out"
+# Afresh, but the primary platform's build/bench keeps the others' results
+# (build/bench/NAME) under it.
 mkdir -p "$out"
+spare=()
+for p in $(scripts/platform names); do
+	spare+=(! -name "$p")
+done
+find "$out" -mindepth 1 -maxdepth 1 "${spare[@]}" -exec rm -rf {} +
 cc -O2 -Wall -Wextra -fno-tree-loop-distribute-patterns -o "$out/memcpy-bw" \
 	scripts/memcpy-bw.c || exit 2
 
