@@ -403,9 +403,12 @@ enum srnic_key_kind {
  * @type: what @pages describes
  * @access: IB_ACCESS_* flags granted
  * @key: the key lookups accept, as lkey and as rkey; for a fast-reg MR
- *	 the engine will set it from IB_WR_REG_MR (ib_update_fast_reg_key())
- * @valid: lookups may succeed; false for a fast-reg MR until the engine
- *	   executes IB_WR_REG_MR (not implemented yet)
+ *	 the engine sets it from IB_WR_REG_MR (ib_update_fast_reg_key())
+ * @valid: lookups may succeed; a fast-reg MR is valid from an
+ *	   IB_WR_REG_MR to its invalidation (LOCAL_INV or a SEND with
+ *	   invalidate), published with release semantics after the fields
+ *	   it makes current
+ * @fr_lock: a fast-reg MR's: serialises REG_MR and invalidation
  * @index: slot in the device's mr_table
  * @iova: first address of the MR
  * @length: bytes from @iova the MR covers
@@ -440,6 +443,7 @@ struct srnic_mr {
 	int access;
 	u32 key;
 	bool valid;
+	spinlock_t fr_lock;	/* REG_MR and invalidation of a fast-reg MR */
 	u32 index;
 	u64 iova;
 	u64 length;
@@ -1209,6 +1213,8 @@ struct srnic_mr *srnic_mr_lookup_whole(struct srnic_dev *sdev, u32 key,
 				       enum srnic_key_kind kind,
 				       struct srnic_pd *pd, int required_access);
 bool srnic_mr_is_current(struct srnic_dev *sdev, const struct srnic_mr *mr);
+int srnic_mr_fast_reg(struct srnic_qp *qp, const struct srnic_send_wqe *wqe);
+int srnic_mr_invalidate(struct srnic_qp *qp, u32 key);
 
 /* srnic_mw.c: memory windows, rkey lookup, local and remote invalidation */
 void srnic_mw_table_init(struct srnic_dev *sdev);
@@ -1218,9 +1224,9 @@ int srnic_dealloc_mw(struct ib_mw *ibmw);
 struct srnic_mr *srnic_rkey_lookup(struct srnic_qp *qp, struct srnic_pd *pd,
 				   u32 rkey,
 				   int required_access, u64 iova, u64 length);
-enum ib_wc_status srnic_mw_local_op(struct srnic_qp *qp,
-				    const struct srnic_send_wqe *wqe);
-int srnic_mw_invalidate(struct srnic_qp *qp, u32 rkey, bool remote);
+enum ib_wc_status srnic_local_op(struct srnic_qp *qp,
+				 const struct srnic_send_wqe *wqe);
+int srnic_invalidate_key(struct srnic_qp *qp, u32 key, bool remote);
 struct page *srnic_mr_iova_to_page(struct srnic_mr *mr, u64 iova,
 				   unsigned int *offset);
 
@@ -1442,7 +1448,8 @@ static inline bool srnic_wr_is_atomic(u8 opcode)
 /* Is it executed by the requester alone, sending nothing? */
 static inline bool srnic_wr_is_local(u8 opcode)
 {
-	return opcode == IB_WR_BIND_MW || opcode == IB_WR_LOCAL_INV;
+	return opcode == IB_WR_BIND_MW || opcode == IB_WR_LOCAL_INV ||
+	       opcode == IB_WR_REG_MR;
 }
 
 /*

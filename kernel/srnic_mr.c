@@ -537,7 +537,7 @@ err_free_mr:
  * @max_num_sg: capacity of the page list, at most SRNIC_MAX_FAST_REG_PAGES
  *
  * The MR gets its keys now but stays invalid (lookups miss) until the
- * engine executes an IB_WR_REG_MR for it.
+ * engine executes an IB_WR_REG_MR for it (srnic_mr_fast_reg()).
  *
  * Return: the MR or an ERR_PTR.
  */
@@ -555,6 +555,7 @@ struct ib_mr *srnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 	mr = srnic_mr_alloc(ibpd, SRNIC_MR_FAST_REG, 0);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
+	spin_lock_init(&mr->fr_lock);
 	mr->max_pages = max_num_sg;
 	mr->pages = kvcalloc(mr->max_pages, sizeof(*mr->pages), GFP_KERNEL);
 	if (!mr->pages) {
@@ -607,6 +608,94 @@ int srnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	n = ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, srnic_mr_set_page);
 	mr->page_offset = offset_in_page(ibmr->iova);
 	return n;
+}
+
+/* A fast-reg MR of @qp's device and PD by its index; under RCU. */
+static struct srnic_mr *srnic_fast_reg_mr(struct srnic_qp *qp, u32 index)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	struct srnic_mr *mr = xa_load(&sdev->mr_table, index);
+
+	if (!mr || mr->type != SRNIC_MR_FAST_REG ||
+	    mr->pd != to_srnic_pd(qp->ibqp.pd))
+		return NULL;
+	return mr;
+}
+
+/**
+ * srnic_mr_fast_reg() - execute an IB_WR_REG_MR
+ * @qp: the kernel QP whose requester takes the WQE
+ * @wqe: its snapshot: the MR's index, the new key, access, iova, length
+ *
+ * The MR must be a fast-reg MR of @qp's PD in the free state (never
+ * registered, or invalidated since: IBTA 10.6.3.3, as rxe checks), the
+ * key must keep its index, the access flags must be valid ones, and the
+ * range must fit the page list map_mr_sg gave the MR. The fields are
+ * written before @valid, which lookups read first (acquire).
+ *
+ * Return: 0, or -EINVAL when the registration may not be made.
+ */
+int srnic_mr_fast_reg(struct srnic_qp *qp, const struct srnic_send_wqe *wqe)
+{
+	u64 iova = wqe->reg.iova, length = wqe->reg.length;
+	u32 key = wqe->reg.key;
+	int access = wqe->reg.access;
+	struct srnic_mr *mr;
+	unsigned long flags;
+	int err = -EINVAL;
+
+	if (srnic_mr_check_access(access, 0) || srnic_mr_check_range(iova, length))
+		return -EINVAL;
+	rcu_read_lock();
+	mr = srnic_fast_reg_mr(qp, wqe->reg.mr_index);
+	if (!mr || key >> 8 != mr->index)
+		goto out;
+	spin_lock_irqsave(&mr->fr_lock, flags);
+	if (!mr->valid && mr->num_pages &&
+	    length <= (u64)mr->num_pages * PAGE_SIZE - mr->page_offset) {
+		mr->access = access & SRNIC_MR_ACCESS;
+		mr->iova = iova;
+		mr->length = length;
+		WRITE_ONCE(mr->key, key);
+		/* After the fields: pairs with srnic_mr_lookup_range(). */
+		smp_store_release(&mr->valid, true);
+		err = 0;
+	}
+	spin_unlock_irqrestore(&mr->fr_lock, flags);
+out:
+	rcu_read_unlock();
+	return err;
+}
+
+/**
+ * srnic_mr_invalidate() - invalidate a fast-reg MR by its key
+ * @qp: the QP executing a LOCAL_INV, or receiving a SEND with invalidate
+ * @key: the MR's current key (its lkey and rkey are one)
+ *
+ * The MR must be a valid fast-reg MR of @qp's PD with this key. An access
+ * that looked it up before keeps its reference to the end of its copy
+ * (one SGE or one packet, srnic_mr_lookup()); every later lookup misses.
+ *
+ * Return: 0, or -EINVAL.
+ */
+int srnic_mr_invalidate(struct srnic_qp *qp, u32 key)
+{
+	struct srnic_mr *mr;
+	unsigned long flags;
+	int err = -EINVAL;
+
+	rcu_read_lock();
+	mr = srnic_fast_reg_mr(qp, key >> 8);
+	if (mr) {
+		spin_lock_irqsave(&mr->fr_lock, flags);
+		if (mr->valid && mr->key == key) {
+			WRITE_ONCE(mr->valid, false);
+			err = 0;
+		}
+		spin_unlock_irqrestore(&mr->fr_lock, flags);
+	}
+	rcu_read_unlock();
+	return err;
 }
 
 /*
@@ -678,7 +767,9 @@ srnic_mr_lookup_range(struct srnic_dev *sdev, u32 key, enum srnic_key_kind kind,
 
 	rcu_read_lock();
 	mr = xa_load(&sdev->mr_table, key >> 8);
-	if (mr && (READ_ONCE(mr->key) != key || !READ_ONCE(mr->valid) ||
+	/* valid first: it orders the fields a REG_MR made current. */
+	if (mr && (!smp_load_acquire(&mr->valid) ||
+		   READ_ONCE(mr->key) != key ||
 		   !refcount_inc_not_zero(&mr->users)))
 		mr = NULL;
 	rcu_read_unlock();

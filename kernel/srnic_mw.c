@@ -3,8 +3,9 @@
  * srnic: memory windows (IBTA 10.6.7), type 1 and type 2B.
  *
  * alloc_mw/dealloc_mw, the BIND_MW and LOCAL_INV work requests (executed
- * by the requester, srnic_mw_local_op()), the invalidation a SEND with
- * invalidate asks of the responder, and srnic_rkey_lookup(), which every
+ * by the requester, srnic_local_op(), which also hands REG_MR and the
+ * invalidation of fast-reg MR keys to srnic_mr.c), the invalidation a
+ * SEND with invalidate asks of the responder, and srnic_rkey_lookup(), which every
  * responder-side rkey check goes through: it finds an MR by its own rkey
  * or through a window.
  *
@@ -327,12 +328,11 @@ out_put:
  *	    @qp (a type 2B window serves its QP alone)
  *
  * The window must be a bound type 2 MW of @qp's PD (o10-37.2.26: a type 1
- * MW is never invalidated). MR keys are refused: srnic executes no
- * fast registration, so there is no MR to invalidate.
+ * MW is never invalidated).
  *
  * Return: 0, or -EINVAL.
  */
-int srnic_mw_invalidate(struct srnic_qp *qp, u32 rkey, bool remote)
+static int srnic_mw_invalidate(struct srnic_qp *qp, u32 rkey, bool remote)
 {
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	struct srnic_mw *mw;
@@ -363,20 +363,39 @@ int srnic_mw_invalidate(struct srnic_qp *qp, u32 rkey, bool remote)
 }
 
 /**
- * srnic_mw_local_op() - execute a BIND_MW or LOCAL_INV WQE
+ * srnic_invalidate_key() - invalidate a memory window or a fast-reg MR
+ * @qp: the QP executing a LOCAL_INV, or receiving a SEND with invalidate
+ * @key: an MW's rkey or a fast-reg MR's key (srnic_mr_invalidate())
+ * @remote: a SEND with invalidate
+ *
+ * Return: 0, or -EINVAL when @key may not be invalidated through @qp.
+ */
+int srnic_invalidate_key(struct srnic_qp *qp, u32 key, bool remote)
+{
+	if (srnic_key_is_mw(key))
+		return srnic_mw_invalidate(qp, key, remote);
+	return srnic_mr_invalidate(qp, key);
+}
+
+/**
+ * srnic_local_op() - execute a BIND_MW, LOCAL_INV or REG_MR WQE
  * @qp: the requester, from its task
  * @wqe: a snapshot of the WQE (srnic_wr_is_local() opcode)
  *
  * Return: its completion status: IB_WC_SUCCESS, IB_WC_MW_BIND_ERR for a
- * bind that may not be made, IB_WC_LOC_QP_OP_ERR for an invalidation
- * that may not (rxe's statuses).
+ * bind that may not be made, IB_WC_LOC_QP_OP_ERR for an invalidation or
+ * a fast registration that may not (rxe's statuses).
  */
-enum ib_wc_status srnic_mw_local_op(struct srnic_qp *qp,
-				    const struct srnic_send_wqe *wqe)
+enum ib_wc_status srnic_local_op(struct srnic_qp *qp,
+				 const struct srnic_send_wqe *wqe)
 {
+	int err;
+
 	if (wqe->opcode == IB_WR_BIND_MW)
 		return srnic_mw_bind(qp, wqe);
-	if (srnic_mw_invalidate(qp, wqe->invalidate_rkey, false))
-		return IB_WC_LOC_QP_OP_ERR;
-	return IB_WC_SUCCESS;
+	if (wqe->opcode == IB_WR_REG_MR)
+		err = srnic_mr_fast_reg(qp, wqe);
+	else
+		err = srnic_invalidate_key(qp, wqe->invalidate_rkey, false);
+	return err ? IB_WC_LOC_QP_OP_ERR : IB_WC_SUCCESS;
 }

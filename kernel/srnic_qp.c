@@ -58,14 +58,16 @@ static const u8 srnic_send_wc_opcode[] = {
 	[IB_WR_BIND_MW] = IB_WC_BIND_MW,
 	[IB_WR_SEND_WITH_INV] = IB_WC_SEND,
 	[SRNIC_WR_ATOMIC_WRITE] = SRNIC_WC_ATOMIC_WRITE,
+	[IB_WR_REG_MR] = IB_WC_REG_MR,
 };
 
 static_assert((int)IB_WR_RDMA_WRITE == (int)IB_UVERBS_WR_RDMA_WRITE &&
 	      (int)IB_WR_SEND_WITH_INV == (int)IB_UVERBS_WR_SEND_WITH_INV);
 
 /*
- * Send opcodes kernel RC QPs may post (UC: not READ and atomics; the
- * provider has its own list).
+ * Send opcodes kernel RC QPs may post (UC: not READ, atomics and SEND with
+ * invalidate; the provider has its own list). Fast registration and
+ * invalidation are what the kernel ULPs build on (srnic_mr.c).
  */
 static const bool srnic_kernel_send_opcode_ok[] = {
 	[IB_WR_RDMA_WRITE] = true,
@@ -75,6 +77,9 @@ static const bool srnic_kernel_send_opcode_ok[] = {
 	[IB_WR_RDMA_READ] = true,
 	[IB_WR_ATOMIC_CMP_AND_SWP] = true,
 	[IB_WR_ATOMIC_FETCH_AND_ADD] = true,
+	[IB_WR_LOCAL_INV] = true,
+	[IB_WR_SEND_WITH_INV] = true,
+	[IB_WR_REG_MR] = true,
 };
 
 /* Whether a kernel QP of @qp_type may post @opcode. */
@@ -86,8 +91,26 @@ static bool srnic_kernel_send_opcode_valid(enum ib_qp_type qp_type,
 	if (opcode >= ARRAY_SIZE(srnic_kernel_send_opcode_ok) ||
 	    !srnic_kernel_send_opcode_ok[opcode])
 		return false;
-	/* UC has SENDs and WRITEs only. */
-	return qp_type != IB_QPT_UC || !srnic_wr_is_rd_atomic(opcode);
+	return qp_type != IB_QPT_UC ||
+	       (!srnic_wr_is_rd_atomic(opcode) && opcode != IB_WR_SEND_WITH_INV);
+}
+
+/* The WQE of an IB_WR_REG_MR: which MR, and what it becomes. */
+static int srnic_sq_write_reg_wqe(struct srnic_qp *qp,
+				  struct srnic_send_wqe *wqe,
+				  const struct ib_reg_wr *wr)
+{
+	struct ib_mr *ibmr = wr->mr;
+
+	if (!ibmr || ibmr->device != qp->ibqp.device ||
+	    ibmr->type != IB_MR_TYPE_MEM_REG)
+		return -EINVAL;
+	wqe->reg.iova = ibmr->iova;
+	wqe->reg.length = ibmr->length;
+	wqe->reg.mr_index = to_srnic_mr(ibmr)->index;
+	wqe->reg.key = wr->key;
+	wqe->reg.access = wr->access;
+	return 0;
 }
 
 u8 srnic_wqe_wc_opcode(u8 wr_opcode)
@@ -941,6 +964,14 @@ static int srnic_sq_write_wqe(struct srnic_qp *qp, u32 producer,
 	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
 	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
 		wqe->imm_data = wr->ex.imm_data;
+	if (wr->opcode == IB_WR_SEND_WITH_INV ||
+	    wr->opcode == IB_WR_LOCAL_INV)
+		wqe->invalidate_rkey = wr->ex.invalidate_rkey;
+	/* Local operations: no SGEs, nothing inline. */
+	if (wr->opcode == IB_WR_REG_MR)
+		return srnic_sq_write_reg_wqe(qp, wqe, reg_wr(wr));
+	if (wr->opcode == IB_WR_LOCAL_INV)
+		return 0;
 	if (srnic_qp_is_ud(qp)) {
 		if (!ud_wr(wr)->ah)
 			return -EINVAL;

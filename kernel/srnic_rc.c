@@ -343,7 +343,7 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	}
 	/* A SEND with invalidate invalidates once its data is placed. */
 	if (rstatus == IB_WC_SUCCESS && wqe->opcode == IB_WR_SEND_WITH_INV &&
-	    srnic_mw_invalidate(dest, wqe->invalidate_rkey, true))
+	    srnic_invalidate_key(dest, wqe->invalidate_rkey, true))
 		rstatus = IB_WC_REM_INV_REQ_ERR;
 	/* The receive completion goes out before the requester's. */
 	if (srnic_post_recv_cqe(dest, xsrq, rwqe->wr_id, rstatus, opcode,
@@ -615,6 +615,8 @@ bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode)
 	case IB_WR_BIND_MW:
 	case IB_WR_LOCAL_INV:
 		return true;
+	case IB_WR_REG_MR:	/* names a kernel MR: kernel QPs only */
+		return !qp->ibqp.uobject;
 	case IB_WR_RDMA_READ:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
@@ -880,7 +882,7 @@ static bool srnic_req_step(struct srnic_qp *qp)
 		status = srnic_req_local_sgl(qp, wqe, local);
 	exec = SRNIC_EXEC_DONE;
 	if (status == IB_WC_SUCCESS && srnic_wr_is_local(wqe->opcode)) {
-		status = srnic_mw_local_op(qp, wqe);
+		status = srnic_local_op(qp, wqe);
 	} else if (status == IB_WC_SUCCESS) {
 		if (qp->req.local_ifindex)
 			exec = srnic_local_execute(qp, wqe, local, &status);

@@ -213,7 +213,7 @@ static bool srnic_req_take(struct srnic_qp *qp)
 	rw->last_psn = req->next_psn;
 	if (status == IB_WC_SUCCESS && srnic_wr_is_local(rw->opcode)) {
 		/* Executed now, in order; it completes after its elders. */
-		rw->status = srnic_mw_local_op(qp, req->wqe);
+		rw->status = srnic_local_op(qp, req->wqe);
 		rw->local = true;
 		rw->last_psn = srnic_psn_add(rw->first_psn, SRNIC_PSN_MASK);
 	} else if (status == IB_WC_SUCCESS) {

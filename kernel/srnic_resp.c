@@ -376,7 +376,7 @@ static enum srnic_resp_verdict srnic_resp_send(struct srnic_qp *qp,
 	 * request (class J, as rxe has it).
 	 */
 	if (pkt->ieth &&
-	    srnic_mw_invalidate(qp, srnic_ieth_get((const struct srnic_ieth *)
+	    srnic_invalidate_key(qp, srnic_ieth_get((const struct srnic_ieth *)
 						   (skb->data + pkt->ieth)),
 				true))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,

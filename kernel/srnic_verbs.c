@@ -38,6 +38,13 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW |
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B | IB_DEVICE_XRC;
 	/*
+	 * Fast registration for kernel QPs (IB_WR_REG_MR, LOCAL_INV and SEND
+	 * with invalidate of MR keys: srnic_mr_fast_reg()), which the kernel
+	 * ULPs need. No IB_DEVICE_SG_GAPS_REG: map_mr_sg takes page lists.
+	 */
+	attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+	attr->max_fast_reg_page_list_len = SRNIC_MAX_FAST_REG_PAGES;
+	/*
 	 * ATOMIC WRITE (RC and XRC, srnic_resp_atomic_write()): 6.1's
 	 * uverbs passes device_cap_flags to device_cap_flags_ex whole.
 	 */
@@ -103,11 +110,7 @@ static int srnic_query_device(struct ib_device *ibdev,
 		attr->odp_caps.per_transport_caps.xrc_odp_caps =
 			caps & ~IB_ODP_SUPPORT_RECV;
 	}
-	/*
-	 * No IB_DEVICE_SRQ_RESIZE (modify_srq's IB_SRQ_MAX_WR is
-	 * EOPNOTSUPP); no IB_DEVICE_MEM_MGT_EXTENSIONS and no
-	 * max_fast_reg_page_list_len, as no QP executes IB_WR_REG_MR yet.
-	 */
+	/* No IB_DEVICE_SRQ_RESIZE (modify_srq's IB_SRQ_MAX_WR is EOPNOTSUPP). */
 	return 0;
 }
 

@@ -386,6 +386,22 @@ struct srnic_send_wqe {
 			__u32 new_rkey;
 			__u32 access;
 		} bind;
+		/*
+		 * IB_WR_REG_MR (0x20), kernel QPs only: make the fast-reg
+		 * MR of index mr_index valid over its page list (map_mr_sg)
+		 * under a new key (that index, a new low byte), with the
+		 * IB_ACCESS_* flags access and [iova, iova + length) as the
+		 * ULP had them when posting. A user QP's WQE of this opcode
+		 * completes with a local QP operation error.
+		 */
+		struct {
+			__aligned_u64 iova;
+			__aligned_u64 length;
+			__u32 mr_index;
+			__u32 key;
+			__u32 access;
+			__u32 reserved;
+		} reg;
 	};
 	__aligned_u64 reserved1;
 };
