@@ -30,6 +30,9 @@ The measurements, in this order (see Documentation/performance.rst):
               rounds (default 1); a line's value is its runs' median.
   syscalls    per post, ib_write_bw and ib_send_bw under strace, on srnic's
               and on rxe's one-device setup
+  nvme        the kernel's NVMe over RDMA (tests/nvme_rdma.py) on one
+              device in init_net, srnic's then rxe's: fio's sequential
+              128 KiB writes, then reads, 15 s each (SRNIC_BENCH_NVME_SECONDS)
 
 The topologies are tests/topology.py's (veth-two-netns, one-device for
 rxe, its one-device moved to a netns for srnic), the tool runs and the
@@ -111,6 +114,15 @@ ITERS = {
 VETH_MTU = os.environ.get("SRNIC_BENCH_MTU", "9000")
 # Rounds over every perftest line; a line's value is its runs' median.
 REPEAT = env_int("SRNIC_BENCH_REPEAT", 1)
+# NVMe over RDMA (tests/nvme_rdma.py): fio's sequential 128 KiB writes,
+# then reads (of what they wrote), time-based, through nvme-rdma to
+# nvmet-rdma on one device of each driver in init_net, the namespace a file
+# in the VM's tmpfs.
+NVME_RWS = ("write", "read")
+NVME_BS = 128 * KiB
+NVME_SECONDS = env_int("SRNIC_BENCH_NVME_SECONDS", 15)
+NVME_MIB = 128
+NVME_IODEPTH = 16
 # Syscalls per post: two runs of N1 and N2 64-byte posts.
 SYSCALL_N1, SYSCALL_N2 = 200, 2200
 PORT_BASE = 18700
@@ -222,6 +234,7 @@ class Bench:
             "memcpy": [],
             "perftest": [],
             "syscalls": [],
+            "nvme": [],
         }
         self.save()
 
@@ -446,6 +459,64 @@ class Bench:
                  f"{e.get('detail') or e['error']}")
         self.record("syscalls", e)
 
+    # -- NVMe over RDMA --
+
+    def nvme_all(self):
+        """fio through the kernel's NVMe over RDMA on one device of each
+        driver, srnic first, then rxe; each in init_net, where the ULPs'
+        rdma_cm is, after the perftest setups are gone."""
+        for driver in ("srnic", "rxe"):
+            entries = [{"driver": driver, "rw": rw, "bs": NVME_BS,
+                        "seconds": NVME_SECONDS, "iodepth": NVME_IODEPTH,
+                        "ok": False} for rw in NVME_RWS]
+            error = self.out_of_time(len(NVME_RWS) * (NVME_SECONDS + 30) + 60)
+            if error is None:
+                try:
+                    self.nvme_runs(driver, entries)
+                except (AssertionError, OSError,
+                        subprocess.SubprocessError) as err:
+                    error = str(err).splitlines()[0]
+            for e in entries:
+                if not e["ok"]:
+                    e.setdefault("error", error or "not measured")
+                self.say(f"{driver} nvme-rdma {e['rw']} "
+                         f"{size_text(NVME_BS)}: "
+                         f"{e.get('mibps', e.get('error'))}")
+                self.record("nvme", e)
+
+    def nvme_runs(self, driver, entries):
+        import tempfile
+
+        import nvme_rdma
+        import topology as topology_mod
+
+        topo, veth = topology_mod.build("one-device", driver)
+        target = None
+        try:
+            backing = nvme_rdma.make_backing_file(
+                pathlib.Path(tempfile.mkdtemp(prefix="srnic-nvmet-")) /
+                "ns1.img", NVME_MIB << 20)
+            target = nvme_rdma.Target(topo.a.addr, backing)
+            target.start()
+            dev = nvme_rdma.connect(topo.a.addr)
+            for e in entries:
+                out = nvme_rdma.fio(
+                    dev, f"--rw={e['rw']}", f"--bs={NVME_BS}",
+                    f"--iodepth={NVME_IODEPTH}", f"--size={NVME_MIB}M",
+                    f"--runtime={NVME_SECONDS}", "--time_based",
+                    "--output-format=json", timeout=NVME_SECONDS + 60)
+                (self.logs / f"nvme-{driver}-{e['rw']}.json").write_text(out)
+                job = json.loads(out[out.index("{"):])["jobs"][0][e["rw"]]
+                e.update(ok=job["bw_bytes"] > 0,
+                         mibps=job["bw_bytes"] / (1 << 20),
+                         ios=job["total_ios"])
+        finally:
+            nvme_rdma.disconnect()
+            if target:
+                target.stop()
+                os.unlink(target.backing)
+            topology_mod.teardown(topo, veth)
+
     def run(self):
         self.memcpy()
         topos = self.setup()
@@ -464,6 +535,7 @@ class Bench:
         finally:
             for teardown in self.teardown:
                 teardown()
+        self.nvme_all()
         self.raw["meta"]["guest_seconds"] = round(
             time.monotonic() - self.start)
         self.save()
@@ -486,6 +558,7 @@ BW_TARGET = (">=", 10.0)        # srnic/rxe, 64 KiB, one device
 LAT_TARGET = ("<=", 0.25)       # srnic/rxe, 8 B typical latency
 WIRE_TARGET = (">=", 4.0)       # srnic wire / rxe one-device, 64 KiB bw
 MEMCPY_TARGET = (">=", 0.5)     # srnic one-device write 64 KiB / memcpy
+NVME_READ_TARGET = (">=", 4.0)  # issue 21: srnic/rxe, NVMe/RDMA 128 KiB read
 # srnic syscalls per post: 0.00 (the absolute value: a negative one means
 # the count varies between the runs by more than the extra posts add)
 SYSCALL_TARGET = ("|x| <", 0.005)
@@ -515,7 +588,8 @@ class Report:
             self.raw = json.loads(raw_path.read_text())
         except (OSError, ValueError) as e:
             self.raw = {"meta": {}, "memcpy": [], "perftest": [],
-                        "syscalls": [], "error": f"{raw_path}: {e}"}
+                        "syscalls": [], "nvme": [],
+                        "error": f"{raw_path}: {e}"}
         self.vm_status = vm_status
         self.lines = []
         self.failed = 0
@@ -524,6 +598,13 @@ class Report:
         for e in self.raw["perftest"]:
             if (e["driver"], e["topology"], e["tool"], e["size"]) == \
                     (driver, topo, tool, size):
+                return e
+        return {"ok": False, "error": "not measured (the VM run ended "
+                                      "before it)"}
+
+    def nvme(self, driver, rw):
+        for e in self.raw.get("nvme", []):
+            if (e["driver"], e["rw"]) == (driver, rw):
                 return e
         return {"ok": False, "error": "not measured (the VM run ended "
                                       "before it)"}
@@ -624,6 +705,19 @@ class Report:
         r = w / movsb if w is not None and movsb else None
         self.add("ib_write_bw 64 KiB one-device / rep movsb", "ratio",
                  fmt(r, 2, "-"), "", "", srnic_value=r)
+        for rw in NVME_RWS:
+            s, r = self.nvme("srnic", rw), self.nvme("rxe", rw)
+            sv, rv = self.value(s, "mibps"), self.value(r, "mibps")
+            ratio = sv / rv if sv is not None and rv else None
+            target = NVME_READ_TARGET if rw == "read" else None
+            self.add(f"NVMe/RDMA fio {size_text(NVME_BS)} {rw} one-device",
+                     "MiB/s", fmt(sv, 1), fmt(rv, 1), fmt(ratio, 2, "-"),
+                     target_text(target) if target else "",
+                     met(target, ratio) if target else "",
+                     srnic_value=sv, rxe_value=rv, ratio_value=ratio,
+                     errors={d: e.get("error") for d, e in
+                             (("srnic", s), ("rxe", r))
+                             if not e.get("ok")} or None)
         for tool in SYSCALL_TOOLS:
             s, r = self.syscall("srnic", tool), self.syscall("rxe", tool)
             for end in ("client", "server"):

@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: GPL-2.0
+"""NVMe over RDMA with the kernel's own ULPs, for tests/test_nvme_rdma.py
+and make bench (scripts/bench.py): an nvmet-rdma target configured through
+configfs, with one namespace backed by a file, and nvme-rdma connected to
+it with nvme-cli (`nvme connect -t rdma`).
+
+Both ULPs listen and connect through the kernel's rdma_cm in init_net, so
+the RDMA device they use must be there. The file is served buffered (nvmet's
+buffered_io): tmpfs, where the VM keeps it, has no O_DIRECT on every kernel
+here.
+"""
+import re
+from pathlib import Path
+
+import harness
+
+NQN = "nqn.2026-12.org.srnic:test-nvme-rdma"
+PORT_ID = "1"
+TRSVCID = "4420"
+NVMET = Path("/sys/kernel/config/nvmet")
+
+
+def write_attr(path, value):
+    Path(path).write_text(f"{value}\n")
+
+
+class Target:
+    """An nvmet subsystem NQN with one file-backed namespace, on an RDMA
+    port at addr:TRSVCID."""
+
+    def __init__(self, addr, backing):
+        self.addr = addr
+        self.backing = backing
+        self.subsys = NVMET / "subsystems" / NQN
+        self.ns = self.subsys / "namespaces" / "1"
+        self.port = NVMET / "ports" / PORT_ID
+        self.link = self.port / "subsystems" / NQN
+
+    def start(self):
+        for mod in ("nvmet", "nvmet-rdma"):
+            harness.run("modprobe", mod)
+        if not NVMET.is_dir():
+            harness.run("mount", "-t", "configfs", "none",
+                        "/sys/kernel/config", check=False)
+        self.subsys.mkdir()
+        write_attr(self.subsys / "attr_allow_any_host", 1)
+        self.ns.mkdir()
+        write_attr(self.ns / "device_path", self.backing)
+        write_attr(self.ns / "buffered_io", 1)
+        write_attr(self.ns / "enable", 1)
+        self.port.mkdir()
+        write_attr(self.port / "addr_trtype", "rdma")
+        write_attr(self.port / "addr_adrfam", "ipv4")
+        write_attr(self.port / "addr_traddr", self.addr)
+        write_attr(self.port / "addr_trsvcid", TRSVCID)
+        self.link.symlink_to(self.subsys)
+
+    def stop(self):
+        """Undo start() as far as it went, modules included."""
+        for step in (self.link.unlink, self.port.rmdir,
+                     lambda: write_attr(self.ns / "enable", 0),
+                     self.ns.rmdir, self.subsys.rmdir):
+            try:
+                step()
+            except OSError:
+                pass
+        for mod in ("nvmet-rdma", "nvmet"):
+            harness.run("modprobe", "-r", mod, check=False, timeout=120)
+
+
+def block_device():
+    """/dev/nvmeXnY of NQN's namespace, or None. Its device link leads to
+    the controller, or with native multipath to the subsystem: both have
+    subsysnqn."""
+    for blk in sorted(Path("/sys/block").glob("nvme*n*")):
+        # nvmeXcYnZ: one path of a multipath namespace, not for I/O
+        if not re.fullmatch(r"nvme\d+n\d+", blk.name):
+            continue
+        try:
+            if (blk / "device" / "subsysnqn").read_text().strip() == NQN:
+                return Path("/dev") / blk.name
+        except OSError:
+            continue
+    return None
+
+
+def controller():
+    """/sys/class/nvme/nvmeX of NQN's controller, or None."""
+    for ctrl in Path("/sys/class/nvme").glob("nvme*"):
+        try:
+            if (ctrl / "subsysnqn").read_text().strip() == NQN:
+                return ctrl
+        except OSError:
+            continue
+    return None
+
+
+def connect(addr):
+    """nvme connect -t rdma to addr; the namespace's block device."""
+    harness.run("modprobe", "nvme-rdma")
+    p = harness.run("nvme", "connect", "-t", "rdma", "-a", addr, "-s",
+                    TRSVCID, "-n", NQN, check=False, timeout=120)
+    assert p.returncode == 0, (
+        f"nvme connect -t rdma to {addr} failed ({p.returncode})\n"
+        f"stdout: {p.stdout}\nstderr: {p.stderr}\n"
+        + harness.run("dmesg", check=False).stdout[-3000:])
+    return harness.wait_for(block_device, timeout=60,
+                            what=f"the block device of {NQN}")
+
+
+def disconnect():
+    harness.run("nvme", "disconnect", "-n", NQN, check=False, timeout=120)
+    harness.run("modprobe", "-r", "nvme-rdma", check=False, timeout=120)
+
+
+def make_backing_file(path, size):
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+def fio(dev, *args, timeout=300):
+    """fio on dev (libaio, O_DIRECT) with args; its stdout. Fails on a
+    non-zero exit or a verification error."""
+    p = harness.run("fio", "--name=srnic", f"--filename={dev}",
+                    "--ioengine=libaio", "--direct=1", *args, check=False,
+                    timeout=timeout)
+    assert p.returncode == 0, f"fio {' '.join(args)}: {p.stdout}\n{p.stderr}"
+    assert not re.search(r"verify: bad|crc32c: verify failed|err= *[1-9]",
+                         p.stdout), p.stdout
+    return p.stdout
+
