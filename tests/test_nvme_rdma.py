@@ -114,3 +114,4 @@ def test_reconnect_after_the_port_comes_back(nvme):
     nvme_rdma.fio(dev, "--bs=64k", "--rw=randwrite", "--size=8M",
                   "--iodepth=4", "--verify=crc32c", "--do_verify=1",
                   "--verify_fatal=1")
+
