@@ -15,9 +15,10 @@ import topology
 
 
 # How the device goes: its rdma link deleted, or the module removed with
-# it. Not yet here: the netdev deleted under I/O, which hangs today (the
+# it. Not yet here: the netdev deleted under I/O, which hangs on 6.1 (the
 # netdev's unregistration waits for its references, "Usage count = 3", and
-# the host's I/O times out; issue 21).
+# the host's I/O times out; issue 21). rxe on 6.1 hangs there too (seen:
+# cm_destroy_id_wait_timeout, "waiting for sva1 to become free").
 REMOVALS = {
     "rdma-link-delete": lambda topo: harness.run(
         "rdma", "link", "delete", topo.a.name, timeout=120),
