@@ -32,7 +32,8 @@ The measurements, in this order (see Documentation/performance.rst):
               and on rxe's one-device setup
   nvme        the kernel's NVMe over RDMA (tests/nvme_rdma.py) on one
               device in init_net, srnic's then rxe's: fio's sequential
-              128 KiB writes, then reads, 15 s each (SRNIC_BENCH_NVME_SECONDS)
+              128 KiB writes, then reads, 15 s each (SRNIC_BENCH_NVME_SECONDS),
+              with the guest's busy CPU-seconds (/proc/stat) per GiB moved
 
 The topologies are tests/topology.py's (veth-two-netns, one-device for
 rxe, its one-device moved to a netns for srnic), the tool runs and the
@@ -500,6 +501,7 @@ class Bench:
             target.start()
             dev = nvme_rdma.connect(topo.a.addr)
             for e in entries:
+                busy0 = cpu_busy_seconds()
                 out = nvme_rdma.fio(
                     dev, f"--rw={e['rw']}", f"--bs={NVME_BS}",
                     f"--iodepth={NVME_IODEPTH}", f"--size={NVME_MIB}M",
@@ -507,9 +509,12 @@ class Bench:
                     "--output-format=json", timeout=NVME_SECONDS + 60)
                 (self.logs / f"nvme-{driver}-{e['rw']}.json").write_text(out)
                 job = json.loads(out[out.index("{"):])["jobs"][0][e["rw"]]
+                busy = cpu_busy_seconds() - busy0
                 e.update(ok=job["bw_bytes"] > 0,
                          mibps=job["bw_bytes"] / (1 << 20),
-                         ios=job["total_ios"])
+                         ios=job["total_ios"], cpu_busy_s=busy,
+                         cpu_s_per_gib=busy / (job["io_bytes"] / (1 << 30))
+                         if job["io_bytes"] else None)
         finally:
             nvme_rdma.disconnect()
             if target:
@@ -540,6 +545,15 @@ class Bench:
             time.monotonic() - self.start)
         self.save()
         self.say("done")
+
+
+def cpu_busy_seconds():
+    """CPU-seconds the guest's CPUs have been busy (not idle, not waiting
+    for I/O) since boot, from /proc/stat, all CPUs together."""
+    fields = [int(v) for v in
+              pathlib.Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    busy = sum(fields[:8]) - fields[3] - fields[4]  # less idle and iowait
+    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def package_version(name):
@@ -718,6 +732,14 @@ class Report:
                      errors={d: e.get("error") for d, e in
                              (("srnic", s), ("rxe", r))
                              if not e.get("ok")} or None)
+        for rw in NVME_RWS:
+            s, r = self.nvme("srnic", rw), self.nvme("rxe", rw)
+            sv, rv = self.value(s, "cpu_s_per_gib"), self.value(r,
+                                                               "cpu_s_per_gib")
+            ratio = sv / rv if sv is not None and rv else None
+            self.add(f"NVMe/RDMA fio {size_text(NVME_BS)} {rw} CPU",
+                     "CPU-s/GiB", fmt(sv, 2), fmt(rv, 2), fmt(ratio, 2, "-"),
+                     srnic_value=sv, rxe_value=rv, ratio_value=ratio)
         for tool in SYSCALL_TOOLS:
             s, r = self.syscall("srnic", tool), self.syscall("rxe", tool)
             for end in ("client", "server"):
