@@ -40,8 +40,8 @@ PACKAGES=(
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev rdmacm-utils
 	python3-pyverbs python3-pytest python3-pytest-timeout perftest
 	libgtest-dev
-	# the kernel ULPs' suites (tests/test_nvme_rdma.py, test_nfs_rdma.py)
-	nvme-cli fio nfs-kernel-server
+	# the kernel ULPs' suites (tests/test_nvme_rdma.py, test_nfs_rdma.py, test_iser.py)
+	nvme-cli fio nfs-kernel-server python3-rtslib-fb open-iscsi
 	# make deb inside the root, and the install suite's dpkg -i of srnic-dkms in its VM
 	debhelper dh-dkms dkms dpkg-dev fakeroot
 )

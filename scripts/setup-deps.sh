@@ -12,8 +12,8 @@ packages=(
 	rdmacm-utils python3-pyverbs python3-pytest perftest iproute2
 	python3-pytest-timeout googletest libgtest-dev strace linux-source-6.1
 	clang libclang-rt-dev
-	# the kernel ULPs' suites (tests/test_nvme_rdma.py, test_nfs_rdma.py)
-	nvme-cli fio nfs-kernel-server
+	# the kernel ULPs' suites (tests/test_nvme_rdma.py, test_nfs_rdma.py, test_iser.py)
+	nvme-cli fio nfs-kernel-server python3-rtslib-fb open-iscsi
 	# platform roots (scripts/platform-root.sh) and packages (make deb)
 	debootstrap dpkg-dev debhelper dh-dkms dkms fakeroot
 	# scripts/debug-kernel.sh: building a kernel from linux-source-6.1
