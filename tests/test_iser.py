@@ -55,6 +55,8 @@ def iser(tmp_path_factory):
         for mod in ("target_core_mod", "target_core_file", "iscsi_target_mod",
                     "ib_isert", "ib_iser", "sd_mod"):
             harness.run("modprobe", mod)
+        # rtslib points LIO's dbroot there, and fails where it is missing.
+        os.makedirs("/etc/rtslib-fb-target", exist_ok=True)
         so = rtslib_fb.FileIOStorageObject("lun0", str(backing),
                                            size=LUN_MIB << 20,
                                            write_back=False)
