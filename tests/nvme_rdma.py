@@ -98,8 +98,11 @@ def controller():
 def connect(addr):
     """nvme connect -t rdma to addr; the namespace's block device."""
     harness.run("modprobe", "nvme-rdma")
+    # Reconnect attempts a second apart, not ten: the reconnect test waits
+    # for one.
     p = harness.run("nvme", "connect", "-t", "rdma", "-a", addr, "-s",
-                    TRSVCID, "-n", NQN, check=False, timeout=120)
+                    TRSVCID, "-n", NQN, "--reconnect-delay=1", check=False,
+                    timeout=120)
     assert p.returncode == 0, (
         f"nvme connect -t rdma to {addr} failed ({p.returncode})\n"
         f"stdout: {p.stdout}\nstderr: {p.stderr}\n"
