@@ -164,14 +164,23 @@ static int srnic_sgl_copy(const struct srnic_sgl *dst,
 /*
  * The destination QP of a local-delivery QP, referenced, or NULL when it
  * does not exist (any more).
+ *
+ * A QP of the device itself is found without its netdev's index: while the
+ * netdev is being unregistered it is already unlisted, and until ib_core
+ * has unregistered the device (which waits for the ULPs to tear their QPs
+ * down) its QPs still deliver, as while the netdev is merely down, so
+ * that in-flight work completes rather than waiting for timeouts.
  */
 struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp)
 {
-	struct net *net = read_pnet(&to_srnic_dev(qp->ibqp.device)->net);
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	struct net *net = read_pnet(&sdev->net);
 	struct srnic_qp *dest = NULL;
 	struct net_device *ndev;
 	struct srnic_dev *ddev;
 
+	if (qp->req.local_ifindex == READ_ONCE(sdev->ndev->ifindex))
+		return srnic_qp_get_by_qpn(sdev, qp->attrs.dest_qp_num);
 	rcu_read_lock();
 	ndev = dev_get_by_index_rcu(net, qp->req.local_ifindex);
 	ddev = ndev ? srnic_dev_get_by_netdev(ndev) : NULL;

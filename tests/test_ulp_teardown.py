@@ -14,14 +14,14 @@ import nvme_rdma
 import topology
 
 
-# How the device goes: its rdma link deleted, or the module removed with
-# it. Not yet here: the netdev deleted under I/O, which hangs on 6.1 (the
-# netdev's unregistration waits for its references, "Usage count = 3", and
-# the host's I/O times out; issue 21). rxe on 6.1 hangs there too (seen:
-# cm_destroy_id_wait_timeout, "waiting for sva1 to become free").
+# How the device goes: its rdma link deleted, its netdev deleted (srnic
+# unregisters the device with it; until ib_core has, a QP's deliveries to
+# its own device go on, srnic_local_dest_get()), or the module removed.
 REMOVALS = {
     "rdma-link-delete": lambda topo: harness.run(
         "rdma", "link", "delete", topo.a.name, timeout=120),
+    "netdev-delete": lambda topo: harness.run(
+        "ip", "link", "delete", topo.a.netdev, timeout=120),
     "rmmod": lambda topo: harness.run("modprobe", "-r", "srnic",
                                       timeout=120),
 }
