@@ -9,6 +9,9 @@ the RDMA device they use must be there. The file is served buffered (nvmet's
 buffered_io): tmpfs, where the VM keeps it, has no O_DIRECT on every kernel
 here.
 """
+import hashlib
+import mmap
+import os
 import re
 from pathlib import Path
 
@@ -133,3 +136,30 @@ def fio(dev, *args, timeout=300):
                          p.stdout), p.stdout
     return p.stdout
 
+
+
+def verify_fio(dev, bs, rw):
+    """fio's crc32c-verified writes (and reads, for rw's read part) of 16 MiB
+    in bs blocks, eight in flight, on a block device of any of the ULPs."""
+    out = fio(dev, f"--bs={bs}", f"--rw={rw}", "--size=16M", "--iodepth=8",
+              "--verify=crc32c", "--do_verify=1", "--verify_fatal=1")
+    assert "WRITE: bw=" in out, out
+    return out
+
+
+def direct_write_lands_in(dev, backing, offset, size=8 << 20):
+    """Write size random bytes to dev at offset with O_DIRECT; assert that
+    the target's backing file holds them there, byte for byte."""
+    data = os.urandom(size)
+    buf = mmap.mmap(-1, size)
+    buf.write(data)
+    fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+    try:
+        assert os.pwritev(fd, [buf], offset) == size
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    with open(backing, "rb") as f:
+        f.seek(offset)
+        assert hashlib.sha256(f.read(size)).digest() == \
+            hashlib.sha256(data).digest()

@@ -14,8 +14,6 @@ The target is set up through LIO's configfs: its port by the device's
 port GUID (srpt's guid_name), whose sessions are named by the initiator's
 address, so the ACL is that address.
 """
-import hashlib
-import mmap
 import os
 import re
 from pathlib import Path
@@ -129,24 +127,8 @@ def test_the_lun_is_reached_through_ib_srp(srp):
 @pytest.mark.parametrize("bs,rw", [("4k", "randwrite"), ("64k", "write"),
                                    ("512k", "randrw")])
 def test_fio_crc32c_verify(srp, bs, rw):
-    out = nvme_rdma.fio(srp[0], f"--bs={bs}", f"--rw={rw}", "--size=16M",
-                        "--iodepth=8", "--verify=crc32c", "--do_verify=1",
-                        "--verify_fatal=1")
-    assert "WRITE: bw=" in out, out
+    nvme_rdma.verify_fio(srp[0], bs, rw)
 
 
 def test_what_the_initiator_writes_is_what_the_lun_file_holds(srp):
-    disk, backing = srp
-    data = os.urandom(8 << 20)
-    buf = mmap.mmap(-1, len(data))
-    buf.write(data)
-    fd = os.open(disk, os.O_WRONLY | os.O_DIRECT)
-    try:
-        assert os.pwritev(fd, [buf], 16 << 20) == len(data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    with open(backing, "rb") as f:
-        f.seek(16 << 20)
-        assert hashlib.sha256(f.read(len(data))).digest() == \
-            hashlib.sha256(data).digest()
+    nvme_rdma.direct_write_lands_in(srp[0], srp[1], 16 << 20)
