@@ -8,6 +8,10 @@ Both ULPs listen and connect through the kernel's rdma_cm in init_net, so
 the RDMA device they use must be there. The file is served buffered (nvmet's
 buffered_io): tmpfs, where the VM keeps it, has no O_DIRECT on every kernel
 here.
+
+It also holds the block-device checks the other kernel ULPs' suites share
+(tests/test_iser.py, test_srp.py): fio() and verify_fio(), crc32c-verified
+I/O, and direct_write_lands_in(), a write compared with the target's file.
 """
 import hashlib
 import mmap
