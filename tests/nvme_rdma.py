@@ -32,16 +32,17 @@ def write_attr(path, value):
 
 
 class Target:
-    """An nvmet subsystem NQN with one file-backed namespace, on an RDMA
-    port at addr:TRSVCID."""
+    """An nvmet subsystem nqn with one file-backed namespace, on RDMA port
+    port_id at addr:TRSVCID (an IPv4 or an IPv6 address)."""
 
-    def __init__(self, addr, backing):
+    def __init__(self, addr, backing, nqn=NQN, port_id=PORT_ID):
         self.addr = addr
         self.backing = backing
-        self.subsys = NVMET / "subsystems" / NQN
+        self.nqn = nqn
+        self.subsys = NVMET / "subsystems" / nqn
         self.ns = self.subsys / "namespaces" / "1"
-        self.port = NVMET / "ports" / PORT_ID
-        self.link = self.port / "subsystems" / NQN
+        self.port = NVMET / "ports" / port_id
+        self.link = self.port / "subsystems" / nqn
 
     def start(self):
         for mod in ("nvmet", "nvmet-rdma"):
@@ -57,13 +58,14 @@ class Target:
         write_attr(self.ns / "enable", 1)
         self.port.mkdir()
         write_attr(self.port / "addr_trtype", "rdma")
-        write_attr(self.port / "addr_adrfam", "ipv4")
+        write_attr(self.port / "addr_adrfam",
+                   "ipv6" if ":" in self.addr else "ipv4")
         write_attr(self.port / "addr_traddr", self.addr)
         write_attr(self.port / "addr_trsvcid", TRSVCID)
         self.link.symlink_to(self.subsys)
 
-    def stop(self):
-        """Undo start() as far as it went, modules included."""
+    def stop(self, unload=True):
+        """Undo start() as far as it went; the modules too, with unload."""
         for step in (self.link.unlink, self.port.rmdir,
                      lambda: write_attr(self.ns / "enable", 0),
                      self.ns.rmdir, self.subsys.rmdir):
@@ -71,12 +73,13 @@ class Target:
                 step()
             except OSError:
                 pass
-        for mod in ("nvmet-rdma", "nvmet"):
-            harness.run("modprobe", "-r", mod, check=False, timeout=120)
+        if unload:
+            for mod in ("nvmet-rdma", "nvmet"):
+                harness.run("modprobe", "-r", mod, check=False, timeout=120)
 
 
-def block_device():
-    """/dev/nvmeXnY of NQN's namespace, or None. Its device link leads to
+def block_device(nqn=NQN):
+    """/dev/nvmeXnY of nqn's namespace, or None. Its device link leads to
     the controller, or with native multipath to the subsystem: both have
     subsysnqn."""
     for blk in sorted(Path("/sys/block").glob("nvme*n*")):
@@ -84,43 +87,49 @@ def block_device():
         if not re.fullmatch(r"nvme\d+n\d+", blk.name):
             continue
         try:
-            if (blk / "device" / "subsysnqn").read_text().strip() == NQN:
+            if (blk / "device" / "subsysnqn").read_text().strip() == nqn:
                 return Path("/dev") / blk.name
         except OSError:
             continue
     return None
 
 
-def controller():
-    """/sys/class/nvme/nvmeX of NQN's controller, or None."""
+def controller(nqn=NQN):
+    """/sys/class/nvme/nvmeX of nqn's controller, or None."""
     for ctrl in Path("/sys/class/nvme").glob("nvme*"):
         try:
-            if (ctrl / "subsysnqn").read_text().strip() == NQN:
+            if (ctrl / "subsysnqn").read_text().strip() == nqn:
                 return ctrl
         except OSError:
             continue
     return None
 
 
-def connect(addr):
-    """nvme connect -t rdma to addr; the namespace's block device."""
+def connect(addr, nqn=NQN, poll_queues=0, host_addr=None):
+    """nvme connect -t rdma to nqn at addr (from host_addr's device, if
+    given), with poll_queues polled I/O queues (IB_POLL_DIRECT CQs, for
+    io_uring's hipri I/O) beside the interrupt-driven ones; the namespace's
+    block device."""
     harness.run("modprobe", "nvme-rdma")
     # Reconnect attempts a second apart, not ten: the reconnect test waits
     # for one.
     p = harness.run("nvme", "connect", "-t", "rdma", "-a", addr, "-s",
-                    TRSVCID, "-n", NQN, "--reconnect-delay=1", check=False,
-                    timeout=120)
+                    TRSVCID, "-n", nqn, "--reconnect-delay=1",
+                    f"--nr-poll-queues={poll_queues}",
+                    *(["--host-traddr", host_addr] if host_addr else []),
+                    check=False, timeout=120)
     assert p.returncode == 0, (
         f"nvme connect -t rdma to {addr} failed ({p.returncode})\n"
         f"stdout: {p.stdout}\nstderr: {p.stderr}\n"
         + harness.run("dmesg", check=False).stdout[-3000:])
-    return harness.wait_for(block_device, timeout=60,
-                            what=f"the block device of {NQN}")
+    return harness.wait_for(lambda: block_device(nqn), timeout=60,
+                            what=f"the block device of {nqn}")
 
 
-def disconnect():
-    harness.run("nvme", "disconnect", "-n", NQN, check=False, timeout=120)
-    harness.run("modprobe", "-r", "nvme-rdma", check=False, timeout=120)
+def disconnect(nqn=NQN, unload=True):
+    harness.run("nvme", "disconnect", "-n", nqn, check=False, timeout=120)
+    if unload:
+        harness.run("modprobe", "-r", "nvme-rdma", check=False, timeout=120)
 
 
 def make_backing_file(path, size):
@@ -129,24 +138,25 @@ def make_backing_file(path, size):
     return path
 
 
-def fio(dev, *args, timeout=300):
-    """fio on dev (libaio, O_DIRECT) with args; its stdout. Fails on a
-    non-zero exit or a verification error."""
+def fio(dev, *args, ioengine="libaio", timeout=300):
+    """fio on dev (O_DIRECT, libaio unless ioengine says) with args; its
+    stdout. Fails on a non-zero exit or a verification error."""
     p = harness.run("fio", "--name=srnic", f"--filename={dev}",
-                    "--ioengine=libaio", "--direct=1", *args, check=False,
-                    timeout=timeout)
+                    f"--ioengine={ioengine}", "--direct=1", *args,
+                    check=False, timeout=timeout)
     assert p.returncode == 0, f"fio {' '.join(args)}: {p.stdout}\n{p.stderr}"
     assert not re.search(r"verify: bad|crc32c: verify failed|err= *[1-9]",
                          p.stdout), p.stdout
     return p.stdout
 
 
-
-def verify_fio(dev, bs, rw):
-    """fio's crc32c-verified writes (and reads, for rw's read part) of 16 MiB
-    in bs blocks, eight in flight, on a block device of any of the ULPs."""
-    out = fio(dev, f"--bs={bs}", f"--rw={rw}", "--size=16M", "--iodepth=8",
-              "--verify=crc32c", "--do_verify=1", "--verify_fatal=1")
+def verify_fio(dev, bs, rw, *args, size="16M", ioengine="libaio"):
+    """fio's crc32c-verified writes (and reads, for rw's read part) of size
+    bytes in bs blocks, eight in flight, on a block device of any of the
+    ULPs; args are more fio options."""
+    out = fio(dev, f"--bs={bs}", f"--rw={rw}", f"--size={size}",
+              "--iodepth=8", "--verify=crc32c", "--do_verify=1",
+              "--verify_fatal=1", *args, ioengine=ioengine)
     assert "WRITE: bw=" in out, out
     return out
 

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --timeout 600
 """iSER on srnic: the kernel's LIO target with the isert fabric (ib_isert,
 configured through rtslib-fb, targetcli's library: targetcli itself wants a
 D-Bus the VM has not) and open-iscsi's iser transport (ib_iser,
@@ -23,6 +24,10 @@ import rtslib_fb
 import harness
 import nvme_rdma
 import topology
+
+# A ULP that stops answering leaves its tools waiting: a test ends in 3
+# minutes (20 times what it takes here), the suite's VM in 10.
+pytestmark = pytest.mark.timeout(180)
 
 IQN = "iqn.2026-12.org.srnic:test-iser"
 LUN_MIB = 64

@@ -1,9 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --timeout 600
 """NFS over RDMA on srnic: the kernel's NFS server (nfsd with svcrdma,
 nfs-kernel-server's rpc.nfsd, rpc.mountd and exportfs) listening on RDMA
 port 20049, and the kernel's NFS client mounting with `-o proto=rdma`
-(xprtrdma), both on one srnic device in init_net (the one-device
-topology; the ULPs' rdma_cm is in init_net).
+(xprtrdma): both on one srnic device in init_net (the one-device
+topology), and the server on that kernel's rxe in init_net with the client
+on srnic in another network namespace (the srnic-to-rxe topology: the NFS
+client, unlike the other kernel ULPs, connects in the namespace of the
+process that mounts, here entered with nsenter so that the mount stays in
+the VM's own mount namespace).
 
 Both sides are kernel verbs consumers: xprtrdma registers the client's
 pages with IB_WR_REG_MR (FRWR) and invalidates them (LOCAL_INV, or the
@@ -22,6 +27,10 @@ import pytest
 import harness
 import topology
 
+# A ULP that stops answering leaves its tools waiting: a test ends in 3
+# minutes (20 times what it takes here), the suite's VM in 10.
+pytestmark = pytest.mark.timeout(180)
+
 NFS_RDMA_PORT = 20049
 
 
@@ -35,9 +44,11 @@ def tree_digests(root):
     return out
 
 
-def nfs_mount(addr, mnt):
-    """Mount the server's NFSv4 root (the export) over RDMA at mnt."""
-    p = harness.run("mount", "-t", "nfs", "-o",
+def nfs_mount(addr, mnt, netns=None):
+    """Mount the server's NFSv4 root (the export) over RDMA at mnt, from
+    network namespace netns if given."""
+    enter = ["nsenter", f"--net=/run/netns/{netns}"] if netns else []
+    p = harness.run(*enter, "mount", "-t", "nfs", "-o",
                     f"vers=4.2,proto=rdma,port={NFS_RDMA_PORT}",
                     f"{addr}:/", str(mnt), check=False, timeout=120)
     assert p.returncode == 0, (
@@ -46,11 +57,16 @@ def nfs_mount(addr, mnt):
         + harness.run("dmesg", check=False).stdout[-3000:])
 
 
-@pytest.fixture(scope="module")
-def nfs(tmp_path_factory):
-    """(server address, export dir, mount point): nfsd exporting a tmpfs
-    directory over RDMA on srnic0's address, the client not mounted."""
-    topo, veth = topology.build("one-device", "srnic")
+def kernel_rc_qps(name):
+    return [qp for qp in harness.kernel_qps(name) if qp.get("type") == "RC"]
+
+
+@pytest.fixture(scope="module", params=["one-device", "srnic-to-rxe"])
+def nfs(request, tmp_path_factory):
+    """(topology, export dir, mount point): nfsd exporting a tmpfs
+    directory over RDMA on the topology's b end (srnic0, or rxe0 beside
+    srnic), the client not mounted."""
+    topo, veth = topology.build(request.param, "srnic")
     export = tmp_path_factory.mktemp("export")
     mnt = tmp_path_factory.mktemp("mnt")
     daemons = []
@@ -81,7 +97,7 @@ def nfs(tmp_path_factory):
             f"rdma {NFS_RDMA_PORT}\n")
         ports = Path("/proc/fs/nfsd/portlist").read_text()
         assert f"rdma {NFS_RDMA_PORT}" in ports, ports
-        yield topo.a.addr, export, mnt
+        yield topo, export, mnt
     finally:
         harness.run("umount", "-f", str(mnt), check=False, timeout=60)
         harness.run("rpc.nfsd", "0", check=False, timeout=60)
@@ -96,9 +112,14 @@ def nfs(tmp_path_factory):
 
 
 def test_a_file_tree_written_over_rdma_is_on_the_server(nfs):
-    addr, export, mnt = nfs
-    nfs_mount(addr, mnt)
+    topo, export, mnt = nfs
+    addr, netns = topo.b.addr, topo.a.netns
+    nfs_mount(addr, mnt, netns)
     try:
+        # the client's QP on srnic (a), the server's on b's device
+        assert kernel_rc_qps(topo.a.name), "no RC QP of xprtrdma on srnic"
+        if not topo.same_device:
+            assert kernel_rc_qps(topo.b.name), "no RC QP of svcrdma on rxe"
         proc = Path("/proc/mounts").read_text()
         line = next(line for line in proc.splitlines()
                     if f" {mnt} " in line)
@@ -116,7 +137,7 @@ def test_a_file_tree_written_over_rdma_is_on_the_server(nfs):
     assert tree_digests(export) == written
 
     # A fresh mount reads the tree back from the server, not from a cache.
-    nfs_mount(addr, mnt)
+    nfs_mount(addr, mnt, netns)
     try:
         assert tree_digests(mnt) == written
     finally:

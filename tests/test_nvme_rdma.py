@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --timeout 600
 """NVMe over RDMA on srnic: the kernel's nvmet-rdma target and nvme-rdma
 host, driven by their own tools (configfs, nvme-cli's `nvme connect -t
 rdma`; tests/nvme_rdma.py) and checked with fio's crc32c verification and
@@ -10,11 +11,19 @@ a SEND with invalidate (or the host with LOCAL_INV), which is srnic's fast
 registration (kernel/srnic_mr.c, srnic_mr_fast_reg()). Both use the
 kernel's rdma_cm in init_net, so the srnic device is there: the one-device
 topology, target and host on one srnic device.
+
+The host has one polled I/O queue beside its interrupt-driven ones, so the
+kernel CQs on srnic0 come in every poll context ib_core has: the host's
+IB_POLL_DIRECT CQ (polled by io_uring's hipri I/O) and its shared
+IB_POLL_SOFTIRQ CQs from ib_cq_pool, the target's shared IB_POLL_WORKQUEUE
+CQs, and the MAD layer's IB_POLL_UNBOUND_WORKQUEUE CQ under the rdma_cm's
+QP1. Every disconnect drains the QPs with ib_drain_qp().
 """
 import hashlib
+import ipaddress
+import json
 import mmap
 import os
-import re
 import time
 from pathlib import Path
 
@@ -23,6 +32,10 @@ import pytest
 import harness
 import nvme_rdma
 import topology
+
+# A ULP that stops answering leaves its tools waiting: a test ends in 3
+# minutes (20 times what it takes here), the suite's VM in 10.
+pytestmark = pytest.mark.timeout(180)
 
 NS_MIB = 64
 
@@ -37,7 +50,7 @@ def nvme(tmp_path_factory):
     target = nvme_rdma.Target(topo.a.addr, backing)
     try:
         target.start()
-        dev = nvme_rdma.connect(topo.a.addr)
+        dev = nvme_rdma.connect(topo.a.addr, poll_queues=1)
         yield dev, backing, topo
     finally:
         nvme_rdma.disconnect()
@@ -61,10 +74,36 @@ def test_the_controller_is_an_rdma_one_on_srnic(nvme):
 def test_fio_crc32c_verify(nvme, bs, rw):
     """Writes of each size with crc32c headers, read back and verified by
     fio; several in flight (iodepth 8), so registrations overlap."""
-    out = nvme_rdma.fio(nvme[0], f"--bs={bs}", f"--rw={rw}", "--size=16M",
-                        "--iodepth=8", "--verify=crc32c", "--do_verify=1",
-                        "--verify_fatal=1")
-    assert re.search(r"WRITE: bw=", out), out
+    nvme_rdma.verify_fio(nvme[0], bs, rw)
+
+
+def kernel_cqs(name):
+    """srnic device name's kernel CQs, as `rdma resource show cq` lists them
+    (poll-ctx is there for kernel CQs only)."""
+    out = harness.run("rdma", "-j", "resource", "show", "cq", "dev",
+                      name).stdout
+    return [cq for cq in json.loads(out or "[]") if "poll-ctx" in cq]
+
+
+def test_kernel_cqs_in_every_poll_context_and_shared(nvme):
+    cqs = kernel_cqs(nvme[2].a.name)
+    contexts = {cq["poll-ctx"] for cq in cqs}
+    assert {"DIRECT", "SOFTIRQ", "WORKQUEUE",
+            "UNBOUND_WORKQUEUE"} <= contexts, cqs
+    # ib_cq_pool's CQs carry several queues' QPs: the host's admin and I/O
+    # queues and the target's, more QPs than completion vectors.
+    assert any(cq["users"] >= 2 for cq in cqs
+               if cq["poll-ctx"] in ("SOFTIRQ", "WORKQUEUE")), cqs
+
+
+def test_polled_io_completes_through_the_direct_cq(nvme):
+    """io_uring's hipri I/O goes to the polled queue, whose completions the
+    submitter reaps with ib_process_cq_direct(): crc32c-verified."""
+    dev = nvme[0]
+    head = Path(f"/sys/block/{dev.name}/queue/io_poll")
+    assert head.read_text().strip() == "1", "no polled queue on " + dev.name
+    nvme_rdma.verify_fio(dev, "16k", "randwrite", "--hipri=1", size="8M",
+                         ioengine="io_uring")
 
 
 def test_what_the_host_writes_is_what_the_target_file_holds(nvme):
@@ -115,3 +154,77 @@ def test_reconnect_after_the_port_comes_back(nvme):
                   "--iodepth=4", "--verify=crc32c", "--do_verify=1",
                   "--verify_fatal=1")
 
+
+
+NQN_IPV6 = nvme_rdma.NQN + "-ipv6"
+NQN_TWO_DEVICES = nvme_rdma.NQN + "-two-devices"
+
+
+def test_a_second_subsystem_over_ipv6(nvme, tmp_path):
+    """A second subsystem on a port at the netdev's IPv6 address: the
+    kernel rdma_cm's IPv6 path on both sides, I/O verified."""
+    dev, _, topo = nvme
+    net = ipaddress.ip_address(topo.a.addr).packed
+    addr = f"fd00:{net[0]:x}:{net[1]:x}:{net[2]:x}::1"
+    harness.run("ip", "-6", "addr", "add", f"{addr}/64", "dev",
+                topo.a.netdev, "nodad")
+    harness.wait_for(lambda: any(
+        ipaddress.ip_address(g) == ipaddress.ip_address(addr)
+        for _, g, t in harness.port_gids(topo.a.name) if t == "RoCE v2"),
+        timeout=20, what=f"the RoCE v2 GID of {addr}")
+    backing = nvme_rdma.make_backing_file(tmp_path / "ns6.img", 16 << 20)
+    target = nvme_rdma.Target(addr, backing, nqn=NQN_IPV6, port_id="2")
+    try:
+        target.start()
+        dev6 = nvme_rdma.connect(addr, nqn=NQN_IPV6)
+        assert dev6 != dev
+        ctrl = nvme_rdma.controller(NQN_IPV6)
+        assert f"traddr={addr}" in (ctrl / "address").read_text()
+        nvme_rdma.verify_fio(dev6, "64k", "randwrite", size="8M")
+        nvme_rdma.direct_write_lands_in(dev6, backing, 1 << 20, 4 << 20)
+    finally:
+        nvme_rdma.disconnect(NQN_IPV6, unload=False)
+        target.stop(unload=False)
+        harness.run("ip", "-6", "addr", "del", f"{addr}/64", "dev",
+                    topo.a.netdev, check=False)
+
+
+def kernel_rc_qps(name):
+    return [qp for qp in harness.kernel_qps(name) if qp.get("type") == "RC"]
+
+
+@pytest.fixture(scope="module")
+def nvme_two_devices(tmp_path_factory, nvme):
+    """The target on srnic2, the host on srnic3, both in init_net (the
+    veth-one-netns topology), beside the one-device connection on srnic0."""
+    dev1, _, _ = nvme
+    topo, veth = topology.build("veth-one-netns", "srnic",
+                                names=("srnic2", "srnic3"))
+    backing = nvme_rdma.make_backing_file(
+        tmp_path_factory.mktemp("nvmet2") / "ns2.img", 16 << 20)
+    target = nvme_rdma.Target(topo.a.addr, backing, nqn=NQN_TWO_DEVICES,
+                              port_id="3")
+    try:
+        target.start()
+        dev = nvme_rdma.connect(topo.a.addr, nqn=NQN_TWO_DEVICES,
+                                host_addr=topo.b.addr)
+        assert dev != dev1
+        yield dev, backing, topo
+    finally:
+        nvme_rdma.disconnect(NQN_TWO_DEVICES, unload=False)
+        target.stop(unload=False)
+        topology.teardown(topo, veth)
+
+
+
+def test_two_devices_host_on_one_target_on_the_other(nvme_two_devices):
+    dev, backing, topo = nvme_two_devices
+    address = (nvme_rdma.controller(NQN_TWO_DEVICES) / "address").read_text()
+    assert f"traddr={topo.a.addr}" in address, address
+    assert f"host_traddr={topo.b.addr}" in address, address
+    # One RC QP per queue (admin and I/O) on each end's own device: the
+    # host's on srnic3, the target's on srnic2 (rdma_cm owns them all).
+    host, target = kernel_rc_qps(topo.b.name), kernel_rc_qps(topo.a.name)
+    assert len(host) >= 2 and len(host) == len(target), (host, target)
+    nvme_rdma.verify_fio(dev, "128k", "randrw", size="8M")
+    nvme_rdma.direct_write_lands_in(dev, backing, 2 << 20, 4 << 20)

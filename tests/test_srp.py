@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --timeout 600
 """SRP on srnic: the kernel's LIO target with the SRP fabric (ib_srpt,
 listening on RDMA/CM) and the SRP initiator (ib_srp, logged in through its
 add_target sysfs file with an RDMA/CM destination), both on one srnic
@@ -24,6 +25,10 @@ import rtslib_fb
 import harness
 import nvme_rdma
 import topology
+
+# A ULP that stops answering leaves its tools waiting: a test ends in 3
+# minutes (20 times what it takes here), the suite's VM in 10.
+pytestmark = pytest.mark.timeout(180)
 
 LUN_MIB = 64
 RDMA_CM_PORT = 5555

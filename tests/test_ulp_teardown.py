@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --timeout 600
 """Teardown under kernel ULP traffic: the RDMA device goes while NVMe over
 RDMA (tests/nvme_rdma.py) moves data through it, on one srnic device in
 init_net. Its own module, because each test builds and loses its device
@@ -12,6 +13,10 @@ import pytest
 import harness
 import nvme_rdma
 import topology
+
+# A ULP that stops answering leaves its tools waiting: a test ends in 3
+# minutes (20 times what it takes here), the suite's VM in 10.
+pytestmark = pytest.mark.timeout(180)
 
 
 # How the device goes: its rdma link deleted, its netdev deleted (srnic

@@ -154,10 +154,11 @@ def load_srnic():
 SUBNET = {t: i + 20 for i, t in enumerate(TOPOLOGIES)}
 
 
-def build(topo_id, kind=KIND):
+def build(topo_id, kind=KIND, names=None):
     """Build topo_id for kind; returns (Topology, veth). Skips (pytest.skip)
     the combinations that cannot work; the caller tears down with
-    teardown()."""
+    teardown(). names: the two devices' names for veth-one-netns, when
+    srnic0 and srnic1 are taken."""
     if kind == "rxe" and topo_id in RXE_SKIP:
         pytest.skip(RXE_SKIP[topo_id])
     net = f"198.18.{SUBNET[topo_id]}"
@@ -185,8 +186,9 @@ def build(topo_id, kind=KIND):
                         f"net.ipv4.conf.{veth.b}.accept_local=1")
             harness.run("ip", "addr", "add", f"{net}.1/24", "dev", veth.a)
             harness.run("ip", "addr", "add", f"{net}.2/24", "dev", veth.b)
-            a = End("srnic0", kind, veth.a, f"{net}.1")
-            b = End("srnic1", kind, veth.b, f"{net}.2")
+            a_name, b_name = names or ("srnic0", "srnic1")
+            a = End(a_name, kind, veth.a, f"{net}.1")
+            b = End(b_name, kind, veth.b, f"{net}.2")
             rdma_link_add(a.name, kind, a.netdev)
             rdma_link_add(b.name, kind, b.netdev)
             topo = Topology(topo_id, a, b, [a.name, b.name])
