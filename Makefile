@@ -208,7 +208,8 @@ fuzz-merge: $(FUZZ_WIRE)
 	$(FUZZ_WIRE) -merge=1 -max_len=1024 -use_value_profile=1 \
 		$(FUZZ_WIRE_CORPUS) $(FUZZ_BUILD)/wire/corpus
 
-# One VM boot of PLATFORM per pytest suite (tests/test_*.py, or VM_SUITES=...).
+# The pytest suites (tests/test_*.py, or VM_SUITES=...) in VMs of PLATFORM, several suites per
+# boot (scripts/run-vm-suites.sh; SRNIC_VM_GROUP=1 boots one per suite).
 vm-test: root all
 	scripts/run-vm-suites.sh --platform $(PLATFORM) $(VM_SUITES)
 

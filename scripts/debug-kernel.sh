@@ -29,7 +29,7 @@
 # so the repo's own srnic.ko for the stock kernel stays as it is), with KCFLAGS=-g so that
 # reports can be decoded to file:line (scripts/faddr2line in the kernel tree, or gdb).
 #
-# `check` boots each suite in its own VM (scripts/run-vm-suites.sh with SRNIC_VM_KERNEL,
+# `check` boots each suite in its own VM (scripts/run-vm-suites.sh with SRNIC_VM_GROUP=1, SRNIC_VM_KERNEL,
 # SRNIC_VM_KVER and SRNIC_VM_MODULES set), then at the end of every VM asks kmemleak for a scan
 # (SRNIC_VM_KMEMLEAK=1 in scripts/vm-guest-init.sh: the report goes to the console log) and
 # fails on any report in the console logs (scripts/vm-console-check.sh: KASAN, lockdep, sleeping
@@ -197,7 +197,7 @@ check() {
 		die "no provider in $REPO/build/userspace: run make provider (or make debug-check)"
 	vm_env
 	# KASAN, lockdep and kmemleak under TCG: everything takes a few times longer.
-	export SRNIC_VM_SUITE_TIMEOUT=${SRNIC_VM_SUITE_TIMEOUT:-3600}
+	export SRNIC_VM_SUITE_TIMEOUT=${SRNIC_VM_SUITE_TIMEOUT:-3600} SRNIC_VM_GROUP=1
 	export PYTEST_ADDOPTS=${PYTEST_ADDOPTS:---timeout=1200}
 	export SRNIC_TEST_WC_TIMEOUT=${SRNIC_TEST_WC_TIMEOUT:-30}
 	export SRNIC_TEST_TOOL_TIMEOUT=${SRNIC_TEST_TOOL_TIMEOUT:-240}

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Run pytest suites inside the VM, one VM boot per suite, and print one
+# Run pytest suites inside the VM, several suites per VM boot, and print one
 # summary line over all of them.
 # Usage: scripts/run-vm-suites.sh [--platform NAME] tests/test_X.py...
+# Suites that ask for the same vm-run options share VMs, up to SRNIC_VM_GROUP suites (default
+# 8; 1: a VM per suite) in one pytest run: a boot and pytest's start cost ~10 s each, a tenth
+# of make check. Between suites the stack goes back to how the VM booted (tests/conftest.py,
+# harness.reset_stack()). A group's console log and junit report are named after its suites
+# (test_a.console.log for one suite; test_a..test_d for several).
 # --platform (scripts/platforms.conf; default bookworm) boots that platform's root and kernel
 # with its builds (scripts/vm-run --platform); its reports and console logs go to
 # build/vm/results[/NAME] and build/vm[/NAME] (bookworm's at the top, as before).
@@ -17,7 +22,8 @@
 # total and local ACK timeout exponent), SRNIC_RDMA_CORE_RXE (0: tests/test_rdma_core.py
 # runs rdma-core's suite against srnic only) and
 # PYTEST_ADDOPTS (pytest's own, split like a shell: -k 'a or b' works there).
-# SRNIC_VM_SUITE_TIMEOUT bounds each suite's VM (seconds, default 1500).
+# SRNIC_VM_SUITE_TIMEOUT is each suite's share of its VM's time limit (seconds; unset, 900 or
+# what the suite's "# srnic-vm-run: --timeout N" line says).
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
@@ -34,6 +40,7 @@ mkdir -p "$results"
 scripts/platform version-line "$platform"
 
 failed_suites=()
+rm -f "$results/.reports"
 pass_env=()
 for var in SRNIC_TEST_DEVICE_KIND SRNIC_TEST_WC_TIMEOUT SRNIC_TEST_TOOL_TIMEOUT \
 	SRNIC_TEST_ACK_TIMEOUT SRNIC_TEST_TOPOLOGIES SRNIC_STRESS_MESSAGES SRNIC_STRESS_ACK_TIMEOUT \
@@ -42,34 +49,65 @@ for var in SRNIC_TEST_DEVICE_KIND SRNIC_TEST_WC_TIMEOUT SRNIC_TEST_TOOL_TIMEOUT 
 		pass_env+=(--env "$var=${!var}")
 	fi
 done
+# The groups: suites with the same options (their "# srnic-vm-run: OPTIONS" line, less
+# --timeout, which adds up), in the order given, SRNIC_VM_GROUP at most per group.
+group_size=${SRNIC_VM_GROUP:-8}
+declare -A key_groups=()
+groups=() group_opts=() group_timeout=()
 for suite in "$@"; do
-	name=$(basename "$suite" .py)
-	# A suite may ask for vm-run options of its own: a line "# srnic-vm-run: OPTIONS".
-	read -r -a suite_opts <<<"$(sed -n 's/^# srnic-vm-run: //p' "$suite" | head -n 1)"
+	opts=$(sed -n 's/^# srnic-vm-run: //p' "$suite" | head -n 1)
+	limit=${SRNIC_VM_SUITE_TIMEOUT:-900}
+	if [[ "$opts" =~ (^|[[:space:]])--timeout[[:space:]]+([0-9]+) ]]; then
+		[ -n "${SRNIC_VM_SUITE_TIMEOUT:-}" ] || limit=${BASH_REMATCH[2]}
+		opts=$(echo "$opts" | sed -E 's/(^|[[:space:]])--timeout[[:space:]]+[0-9]+//')
+	fi
+	key="x$opts"
+	g=${key_groups[$key]:-}
+	if [ -z "$g" ] || [ "$(wc -w <<<"${groups[$g]}")" -ge "$group_size" ]; then
+		g=${#groups[@]}
+		groups+=("") group_opts+=("$opts") group_timeout+=(0)
+		key_groups[$key]=$g
+	fi
+	groups[g]="${groups[$g]} $suite"
+	group_timeout[g]=$((group_timeout[g] + limit))
+done
+
+for g in "${!groups[@]}"; do
+	read -r -a members <<<"${groups[$g]}"
+	read -r -a suite_opts <<<"${group_opts[$g]}"
+	name=$(basename "${members[0]}" .py)
+	[ ${#members[@]} = 1 ] || name="$name..$(basename "${members[-1]}" .py)"
 	junit=$results/$name.xml
 	rm -f "$junit"
-	echo "=== VM suite $suite"
+	echo "=== VM suites ${members[*]}"
 	# shellcheck disable=SC2086 # SRNIC_PYTEST_ARGS is a word list
-	if ! scripts/vm-run --platform "$platform" --timeout "${SRNIC_VM_SUITE_TIMEOUT:-1500}" \
+	if ! scripts/vm-run --platform "$platform" --timeout "${group_timeout[$g]}" \
 		--env PYTHONUNBUFFERED=1 --env SRNIC_PLATFORM="$platform" \
 		${pass_env[@]+"${pass_env[@]}"} ${suite_opts[@]+"${suite_opts[@]}"} --results "$results" \
 		--log "$vmlogs/$name.console.log" -- \
-		/usr/bin/python3 -m pytest -v -rs --junitxml="$junit" ${SRNIC_PYTEST_ARGS:-} "$suite"; then
-		failed_suites+=("$suite")
+		/usr/bin/python3 -m pytest -v -rs --junitxml="$junit" ${SRNIC_PYTEST_ARGS:-} \
+		"${members[@]}"; then
+		failed_suites+=("${members[@]}")
 	fi
+	# For the totals: which report holds each suite.
+	for suite in "${members[@]}"; do echo "$suite $junit"; done >>"$results/.reports"
 done
 
-# Totals over every suite's junit report (a suite that died has none).
-/usr/bin/python3 - "$platform" "$results" "$@" <<'PY'
+# Totals over every group's junit report (a group whose VM died has none: its suites count
+# as failed).
+/usr/bin/python3 - "$platform" "$results/.reports" <<'PY'
 import os, sys
 import xml.etree.ElementTree as ET
-platform, results, suites = sys.argv[1], sys.argv[2], sys.argv[3:]
+platform, reports = sys.argv[1], sys.argv[2]
+by_report = {}
+for line in open(reports):
+    suite, path = line.split()
+    by_report.setdefault(path, []).append(suite)
 total = {"passed": 0, "failed": 0, "skipped": 0}
-for suite in suites:
-    path = os.path.join(results, os.path.basename(suite)[:-3] + ".xml")
+for path, suites in by_report.items():
     if not os.path.exists(path):
-        print(f"{suite}: no report (the VM run died)")
-        total["failed"] += 1
+        print(f"{' '.join(suites)}: no report (the VM run died)")
+        total["failed"] += len(suites)
         continue
     for ts in ET.parse(path).getroot().iter("testsuite"):
         tests, fail = int(ts.get("tests")), int(ts.get("failures")) + int(ts.get("errors"))

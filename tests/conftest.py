@@ -14,6 +14,14 @@ def pytest_configure(config):
             "or scripts/run-vm-suites.sh tests/test_NAME.py")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def stack_as_booted():
+    """Each suite leaves the stack as the VM booted it, for the next suite
+    in the same VM (scripts/run-vm-suites.sh)."""
+    yield
+    harness.reset_stack()
+
+
 @pytest.fixture
 def srnic():
     """srnic.ko loaded; every srnic link it made removed afterwards."""

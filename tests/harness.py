@@ -138,6 +138,15 @@ def rdma_user_counts():
     return counts
 
 
+def kernel_qps(name):
+    """The QPs kernel consumers (ULPs, ib_core's MAD layer) own on device
+    name, as `rdma resource show qp` lists them: no pid, a comm of the
+    owning module's name."""
+    out = run("rdma", "-j", "resource", "show", "qp", "link",
+              f"{name}/1").stdout
+    return [qp for qp in json.loads(out or "[]") if "pid" not in qp]
+
+
 def sysfs_read(path):
     with open(path) as f:
         return f.read().strip()
@@ -208,6 +217,25 @@ class Veth:
         run("ip", "link", "del", self.b, check=False)
         for ns in self.netns:
             run("ip", "netns", "del", ns, check=False)
+
+
+def reset_stack():
+    """Back to the stack a VM boots with (scripts/vm-guest-init.sh), for the
+    next suite in the same VM (scripts/run-vm-suites.sh runs several per
+    boot): every network namespace and veth gone (with the devices on
+    them), every RDMA link deleted, srnic and rdma_rxe unloaded (their
+    module parameters back to defaults). The kernel ULPs' modules, which a
+    suite unloads itself where it can, stay."""
+    run("ip", "-all", "netns", "delete", check=False, timeout=120)
+    out = run("ip", "-o", "link", "show", "type", "veth", check=False).stdout
+    for line in out.splitlines():
+        name = line.split(":")[1].strip().split("@")[0]
+        run("ip", "link", "del", name, check=False, timeout=120)
+    for name in rdma_links():
+        run("rdma", "link", "delete", name, check=False, timeout=120)
+    for mod in ("srnic", "rdma_rxe"):
+        if module_loaded(mod):
+            run("modprobe", "-r", mod, check=False, timeout=120)
 
 
 class AsyncWatch:
