@@ -5,8 +5,14 @@
   bench.py run DIR      inside the VM: take every measurement, writing
                         DIR/raw.json after each one and the tools' output
                         to DIR/logs/
-  bench.py report DIR   on the host: the table from DIR/raw.json, printed
-                        and written to DIR/results.txt and DIR/results.json
+  bench.py two-kernels DIR
+                        inside a VM joined to a peer VM by a wire
+                        (scripts/vm-run --peer, tests/peer.py): NVMe over
+                        RDMA between the two kernels, to
+                        DIR/raw-two-kernels.json
+  bench.py report DIR   on the host: the table from DIR/raw.json (and
+                        raw-two-kernels.json), printed and written to
+                        DIR/results.txt and DIR/results.json
 
 The measurements, in this order (see Documentation/performance.rst):
 
@@ -33,7 +39,10 @@ The measurements, in this order (see Documentation/performance.rst):
   nvme        the kernel's NVMe over RDMA (tests/nvme_rdma.py) on one
               device in init_net, srnic's then rxe's: fio's sequential
               128 KiB writes, then reads, 15 s each (SRNIC_BENCH_NVME_SECONDS),
-              with the guest's busy CPU-seconds (/proc/stat) per GiB moved
+              with the guest's busy CPU-seconds (/proc/stat) per GiB moved;
+              and between two kernels (two VMs of one vCPU each on a QEMU
+              socket wire, the target on the peer): srnic to srnic, then
+              rxe to rxe, the same fio lines, CPU-seconds of both guests
 
 The topologies are tests/topology.py's (veth-two-netns, one-device for
 rxe, its one-device moved to a netns for srnic), the tool runs and the
@@ -501,20 +510,7 @@ class Bench:
             target.start()
             dev = nvme_rdma.connect(topo.a.addr)
             for e in entries:
-                busy0 = cpu_busy_seconds()
-                out = nvme_rdma.fio(
-                    dev, f"--rw={e['rw']}", f"--bs={NVME_BS}",
-                    f"--iodepth={NVME_IODEPTH}", f"--size={NVME_MIB}M",
-                    f"--runtime={NVME_SECONDS}", "--time_based",
-                    "--output-format=json", timeout=NVME_SECONDS + 60)
-                (self.logs / f"nvme-{driver}-{e['rw']}.json").write_text(out)
-                job = json.loads(out[out.index("{"):])["jobs"][0][e["rw"]]
-                busy = cpu_busy_seconds() - busy0
-                e.update(ok=job["bw_bytes"] > 0,
-                         mibps=job["bw_bytes"] / (1 << 20),
-                         ios=job["total_ios"], cpu_busy_s=busy,
-                         cpu_s_per_gib=busy / (job["io_bytes"] / (1 << 30))
-                         if job["io_bytes"] else None)
+                nvme_fio(dev, e, self.logs / f"nvme-{driver}-{e['rw']}.json")
         finally:
             nvme_rdma.disconnect()
             if target:
@@ -545,6 +541,87 @@ class Bench:
             time.monotonic() - self.start)
         self.save()
         self.say("done")
+
+
+def nvme_fio(dev, e, log, busy=None):
+    """One NVMe fio line (e["rw"]) on block device dev, its results into
+    entry e, fio's JSON into log. busy: the function that reads the
+    busy CPU-seconds to charge it (default this guest's)."""
+    import nvme_rdma
+
+    busy = busy or cpu_busy_seconds
+    busy0 = busy()
+    out = nvme_rdma.fio(
+        dev, f"--rw={e['rw']}", f"--bs={NVME_BS}",
+        f"--iodepth={NVME_IODEPTH}", f"--size={NVME_MIB}M",
+        f"--runtime={NVME_SECONDS}", "--time_based",
+        "--output-format=json", timeout=NVME_SECONDS + 60)
+    log.write_text(out)
+    job = json.loads(out[out.index("{"):])["jobs"][0][e["rw"]]
+    used = busy() - busy0
+    e.update(ok=job["bw_bytes"] > 0, mibps=job["bw_bytes"] / (1 << 20),
+             ios=job["total_ios"], cpu_busy_s=used,
+             cpu_s_per_gib=used / (job["io_bytes"] / (1 << 30))
+             if job["io_bytes"] else None)
+
+
+def two_kernels(outdir):
+    """NVMe over RDMA between this VM and the peer VM (scripts/vm-run
+    --peer): the target on the peer over a file in its tmpfs, the host
+    here, srnic on both ends, then rxe on both; the fio lines of nvme_all,
+    charged with both guests' busy CPU-seconds. To outdir/raw-two-kernels.json
+    after each line."""
+    import nvme_rdma
+    import peer as peer_vm
+
+    outdir = pathlib.Path(outdir)
+    logs = outdir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    raw = {"nvme": []}
+    path = outdir / "raw-two-kernels.json"
+    remote = peer_vm.PEER_ADDR.split("/")[0]
+    backing = "/tmp/srnic-bench-ns.img"
+    target = (f"import nvme_rdma; t = nvme_rdma.Target({remote!r}, "
+              f"{backing!r})")
+    peer = peer_vm.Peer()
+    stat = ("import sys; sys.path.insert(0, 'scripts'); import bench; "
+            "print(bench.cpu_busy_seconds())")
+
+    def both_busy():
+        return cpu_busy_seconds() + float(peer.python(stat).stdout)
+
+    try:
+        for driver in ("srnic", "rxe"):
+            entries = [{"driver": driver, "rw": rw, "bs": NVME_BS,
+                        "seconds": NVME_SECONDS, "iodepth": NVME_IODEPTH,
+                        "ok": False} for rw in NVME_RWS]
+            try:
+                peer_vm.make_device(driver, peer_vm.LOCAL_ADDR)
+                peer.python(f"import peer; peer.make_device({driver!r}, "
+                            f"{peer_vm.PEER_ADDR!r})", timeout=180)
+                peer.python(f"{target}; nvme_rdma.make_backing_file("
+                            f"{backing!r}, {NVME_MIB} << 20); t.start()",
+                            timeout=120)
+                try:
+                    dev = nvme_rdma.connect(remote)
+                    for e in entries:
+                        nvme_fio(dev, e, logs / f"nvme-two-kernels-{driver}-"
+                                 f"{e['rw']}.json", both_busy)
+                        print(f"bench two kernels: {driver} {e['rw']} "
+                              f"{e['mibps']:.1f} MiB/s", flush=True)
+                finally:
+                    nvme_rdma.disconnect()
+                    peer.python(f"{target}; t.stop()", check=False,
+                                timeout=180)
+            except (AssertionError, OSError, ValueError,
+                    subprocess.SubprocessError) as err:
+                for e in entries:
+                    if not e["ok"]:
+                        e["error"] = str(err).splitlines()[0]
+            raw["nvme"].extend(entries)
+            path.write_text(json.dumps(raw, indent=1) + "\n")
+    finally:
+        peer.close()
 
 
 def cpu_busy_seconds():
@@ -607,6 +684,11 @@ class Report:
         self.vm_status = vm_status
         self.lines = []
         self.failed = 0
+        try:
+            self.two_kernels = json.loads(
+                (self.outdir / "raw-two-kernels.json").read_text())["nvme"]
+        except (OSError, ValueError, KeyError):
+            self.two_kernels = None
 
     def perftest(self, driver, topo, tool, size):
         for e in self.raw["perftest"]:
@@ -616,8 +698,8 @@ class Report:
         return {"ok": False, "error": "not measured (the VM run ended "
                                       "before it)"}
 
-    def nvme(self, driver, rw):
-        for e in self.raw.get("nvme", []):
+    def nvme(self, driver, rw, entries=None):
+        for e in self.raw.get("nvme", []) if entries is None else entries:
             if (e["driver"], e["rw"]) == (driver, rw):
                 return e
         return {"ok": False, "error": "not measured (the VM run ended "
@@ -740,6 +822,23 @@ class Report:
             self.add(f"NVMe/RDMA fio {size_text(NVME_BS)} {rw} CPU",
                      "CPU-s/GiB", fmt(sv, 2), fmt(rv, 2), fmt(ratio, 2, "-"),
                      srnic_value=sv, rxe_value=rv, ratio_value=ratio)
+        for key, unit, digits in (("mibps", "MiB/s", 1),
+                                  ("cpu_s_per_gib", "CPU-s/GiB", 2)):
+            if self.two_kernels is None:
+                break
+            for rw in NVME_RWS:
+                s = self.nvme("srnic", rw, self.two_kernels)
+                r = self.nvme("rxe", rw, self.two_kernels)
+                sv, rv = self.value(s, key), self.value(r, key)
+                ratio = sv / rv if sv is not None and rv else None
+                self.add(f"NVMe/RDMA fio {size_text(NVME_BS)} {rw} two "
+                         "kernels" + (" CPU" if key != "mibps" else ""),
+                         unit, fmt(sv, digits), fmt(rv, digits),
+                         fmt(ratio, 2, "-"), srnic_value=sv, rxe_value=rv,
+                         ratio_value=ratio,
+                         errors={d: e.get("error") for d, e in
+                                 (("srnic", s), ("rxe", r))
+                                 if not e.get("ok")} or None)
         for tool in SYSCALL_TOOLS:
             s, r = self.syscall("srnic", tool), self.syscall("rxe", tool)
             for end in ("client", "server"):
@@ -833,11 +932,15 @@ def fmt_pair(a, b, digits=1, missing="FAILED"):
 
 
 def main(argv):
-    if len(argv) < 3 or argv[1] not in ("run", "report"):
+    if len(argv) < 3 or argv[1] not in ("run", "two-kernels", "report"):
         print(__doc__, file=sys.stderr)
         return 2
     if argv[1] == "run":
         Bench(argv[2]).run()
+        return 0
+    if argv[1] == "two-kernels":
+        sys.path.insert(0, str(REPO / "tests"))
+        two_kernels(argv[2])
         return 0
     vm_status = int(argv[3]) if len(argv) > 3 else 0
     report = Report(argv[2], vm_status)

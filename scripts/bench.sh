@@ -3,7 +3,8 @@
 # srnic's benchmark (`make bench`, issue 5): in one VM boot, perftest on one
 # srnic device and on one rxe device, perftest between two srnic devices over
 # the wire (two netns joined by a veth pair), the VM's memcpy bandwidth, and
-# syscalls per post per driver. Prints one table and writes it to
+# syscalls per post per driver, the kernel's NVMe over RDMA on one device
+# and between two kernels (two VMs on a wire). Prints one table and writes it to
 # build/bench/results.txt, with build/bench/results.json next to it.
 # Documentation/performance.rst says what each line means.
 #
@@ -109,6 +110,15 @@ scripts/vm-run --platform "$platform" --timeout "$timeout" --results "$out" \
 	${pass_env[@]+"${pass_env[@]}"} \
 	-- /usr/bin/python3 scripts/bench.py run "$out"
 vm_status=$?
+
+# NVMe over RDMA between two kernels: a second run, in two VMs on one wire
+# (scripts/vm-run --peer; SRNIC_BENCH_TWO_KERNELS=0 leaves it out).
+if [ "${SRNIC_BENCH_TWO_KERNELS:-1}" = 1 ]; then
+	scripts/vm-run --platform "$platform" --peer --timeout 900 --results "$out" \
+		--log "$out/console-two-kernels.log" --env PYTHONUNBUFFERED=1 \
+		${pass_env[@]+"${pass_env[@]}"} \
+		-- /usr/bin/python3 scripts/bench.py two-kernels "$out" || vm_status=$?
+fi
 
 echo
 /usr/bin/python3 scripts/bench.py report "$out" "$vm_status" "$(load)"
