@@ -138,13 +138,14 @@ def rdma_user_counts():
     return counts
 
 
-def kernel_qps(name):
+def kernel_qps(name, qp_type=None):
     """The QPs kernel consumers (ULPs, ib_core's MAD layer) own on device
-    name, as `rdma resource show qp` lists them: no pid, a comm of the
-    owning module's name."""
+    name, of qp_type ("RC", ...) if given, as `rdma resource show qp` lists
+    them: no pid, a comm of the owning module's name."""
     out = run("rdma", "-j", "resource", "show", "qp", "link",
               f"{name}/1").stdout
-    return [qp for qp in json.loads(out or "[]") if "pid" not in qp]
+    return [qp for qp in json.loads(out or "[]") if "pid" not in qp and
+            qp_type in (None, qp.get("type"))]
 
 
 def sysfs_read(path):

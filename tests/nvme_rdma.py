@@ -161,9 +161,8 @@ def verify_fio(dev, bs, rw, *args, size="16M", ioengine="libaio"):
     return out
 
 
-def direct_write_lands_in(dev, backing, offset, size=8 << 20):
-    """Write size random bytes to dev at offset with O_DIRECT; assert that
-    the target's backing file holds them there, byte for byte."""
+def direct_write(dev, offset, size):
+    """Write size random bytes to dev at offset with O_DIRECT; the bytes."""
     data = os.urandom(size)
     buf = mmap.mmap(-1, size)
     buf.write(data)
@@ -173,6 +172,13 @@ def direct_write_lands_in(dev, backing, offset, size=8 << 20):
         os.fsync(fd)
     finally:
         os.close(fd)
+    return data
+
+
+def direct_write_lands_in(dev, backing, offset, size=8 << 20):
+    """Write size random bytes to dev at offset with O_DIRECT; assert that
+    the target's backing file holds them there, byte for byte."""
+    data = direct_write(dev, offset, size)
     with open(backing, "rb") as f:
         f.seek(offset)
         assert hashlib.sha256(f.read(size)).digest() == \

@@ -17,13 +17,11 @@ import subprocess
 import time
 from pathlib import Path
 
+import harness
+
 LOCAL_ADDR = "198.18.99.1/24"
 PEER_ADDR = "198.18.99.2/24"
 AGENT_PORT = 7099
-
-
-def run(*argv):
-    subprocess.run(argv, check=True, capture_output=True, timeout=60)
 
 
 def wire_netdev():
@@ -31,7 +29,7 @@ def wire_netdev():
     first."""
     mac = os.environ.get("SRNIC_VM_WIRE_MAC")
     assert mac, "no wire: run with scripts/vm-run --peer (# srnic-vm-run)"
-    run("modprobe", "virtio_net")
+    harness.run("modprobe", "virtio_net")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         for dev in Path("/sys/class/net").iterdir():
@@ -47,8 +45,8 @@ def wire_netdev():
 def wire_up(addr):
     """The wire's netdev up with addr (a.b.c.d/len); its name."""
     dev = wire_netdev()
-    run("ip", "addr", "replace", addr, "dev", dev)
-    run("ip", "link", "set", dev, "up")
+    harness.run("ip", "addr", "replace", addr, "dev", dev)
+    harness.run("ip", "link", "set", dev, "up")
     return dev
 
 
@@ -113,7 +111,6 @@ def make_device(kind, addr):
     wire's netdev, named kind + "0", its RoCE v2 GID of addr ready. Runs on
     either VM (the peer's: Peer.python("import peer; peer.make_device(...)")).
     The other kind's module goes first: both bind UDP 4791 here."""
-    import harness
     dev = wire_up(addr)
     for name in harness.rdma_links():
         harness.run("rdma", "link", "delete", name, timeout=120)

@@ -57,10 +57,6 @@ def nfs_mount(addr, mnt, netns=None):
         + harness.run("dmesg", check=False).stdout[-3000:])
 
 
-def kernel_rc_qps(name):
-    return [qp for qp in harness.kernel_qps(name) if qp.get("type") == "RC"]
-
-
 @pytest.fixture(scope="module", params=["one-device", "srnic-to-rxe"])
 def nfs(request, tmp_path_factory):
     """(topology, export dir, mount point): nfsd exporting a tmpfs
@@ -117,9 +113,11 @@ def test_a_file_tree_written_over_rdma_is_on_the_server(nfs):
     nfs_mount(addr, mnt, netns)
     try:
         # the client's QP on srnic (a), the server's on b's device
-        assert kernel_rc_qps(topo.a.name), "no RC QP of xprtrdma on srnic"
+        assert harness.kernel_qps(topo.a.name, "RC"), \
+            "no RC QP of xprtrdma on srnic"
         if not topo.same_device:
-            assert kernel_rc_qps(topo.b.name), "no RC QP of svcrdma on rxe"
+            assert harness.kernel_qps(topo.b.name, "RC"), \
+                "no RC QP of svcrdma on rxe"
         proc = Path("/proc/mounts").read_text()
         line = next(line for line in proc.splitlines()
                     if f" {mnt} " in line)

@@ -189,10 +189,6 @@ def test_a_second_subsystem_over_ipv6(nvme, tmp_path):
                     topo.a.netdev, check=False)
 
 
-def kernel_rc_qps(name):
-    return [qp for qp in harness.kernel_qps(name) if qp.get("type") == "RC"]
-
-
 @pytest.fixture(scope="module")
 def nvme_two_devices(tmp_path_factory, nvme):
     """The target on srnic2, the host on srnic3, both in init_net (the
@@ -224,7 +220,8 @@ def test_two_devices_host_on_one_target_on_the_other(nvme_two_devices):
     assert f"host_traddr={topo.b.addr}" in address, address
     # One RC QP per queue (admin and I/O) on each end's own device: the
     # host's on srnic3, the target's on srnic2 (rdma_cm owns them all).
-    host, target = kernel_rc_qps(topo.b.name), kernel_rc_qps(topo.a.name)
+    host = harness.kernel_qps(topo.b.name, "RC")
+    target = harness.kernel_qps(topo.a.name, "RC")
     assert len(host) >= 2 and len(host) == len(target), (host, target)
     nvme_rdma.verify_fio(dev, "128k", "randrw", size="8M")
     nvme_rdma.direct_write_lands_in(dev, backing, 2 << 20, 4 << 20)

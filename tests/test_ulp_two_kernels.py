@@ -78,13 +78,7 @@ def test_nvme_over_rdma_between_two_kernels(devices, nvme, peer):
     nvme_rdma.verify_fio(nvme, "4k", "randwrite", size="2M")
 
     # A write here is in the peer's file, byte for byte.
-    data = os.urandom(4 << 20)
-    fd = os.open(nvme, os.O_WRONLY)
-    try:
-        os.pwrite(fd, data, 8 << 20)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    data = nvme_rdma.direct_write(nvme, 8 << 20, 4 << 20)
     out = peer.run("sh", "-c", f"dd if={BACKING} bs=1M skip=8 count=4 "
                    "status=none | sha256sum").stdout
     assert out.split()[0] == hashlib.sha256(data).hexdigest()
