@@ -69,14 +69,15 @@ DEBUG_SUITES ?= $(VM_SUITES)
 # and resize, the direct path's mmap and ptrace check, RC traffic, rdma_cm, rdma-core's own
 # suite against srnic and that kernel's rxe); the packages' test runs there too, with
 # ibv_rc_pingpong, perftest's six RC tools and librdmacm's tools from the installed files
-# (scripts/check.sh runs all this beside the primary's every test), and NVMe and RDS over
-# RDMA between two kernels (test_ulp_two_kernels: srnic and that kernel's rxe on either end).
-# The other kernel ULPs' suites (test_nvme_rdma, test_nfs_rdma, test_iser, test_srp,
-# test_rds, test_ulp_teardown) run on the primary only, for CI's 75 minutes; make check
-# PLATFORM=NAME runs them there.
+# (scripts/check.sh runs all this beside the primary's every test); and every kernel ULP's
+# suite, because each kernel has its own ULPs: NVMe over RDMA, NFS over RDMA, iSER, SRP and
+# RDS on one kernel, teardown under their traffic, and NVMe, iSER, SRP and RDS between two
+# kernels (test_ulp_two_kernels: srnic and that kernel's rxe on either end).
 PLATFORM_SUITES ?= tests/test_device.py tests/test_odp.py tests/test_cq.py \
 	tests/test_cq_resize.py tests/test_direct_path.py tests/test_direct_send.py \
 	tests/test_rc_traffic.py tests/test_rdmacm.py tests/test_rdma_core.py \
+	tests/test_nvme_rdma.py tests/test_nfs_rdma.py tests/test_iser.py \
+	tests/test_srp.py tests/test_rds.py tests/test_ulp_teardown.py \
 	tests/test_ulp_two_kernels.py
 
 # libFuzzer target over kernel/srnic_wire.c, built with clang from the kernel

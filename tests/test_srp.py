@@ -9,122 +9,45 @@ The initiator registers each I/O's pages with IB_WR_REG_MR and the target
 moves the data with RDMA READ and WRITE, invalidating with SEND with
 invalidate (kernel/srnic_mr.c). fio writes with crc32c headers and reads
 them back, and the LUN's backing file is compared byte for byte with what
-was written.
-
-The target is set up through LIO's configfs: its port by the device's
-port GUID (srpt's guid_name), whose sessions are named by the initiator's
-address, so the ACL is that address.
+was written. How the target is set up through LIO's configfs:
+tests/srp.py.
 """
-import os
-import re
 from pathlib import Path
 
 import pytest
-import rtslib_fb
 
 import harness
 import nvme_rdma
+import srp as srp_ends
 import topology
 
 # A ULP that stops answering leaves its tools waiting: a test ends in 3
 # minutes (20 times what it takes here), the suite's VM in 10.
 pytestmark = pytest.mark.timeout(180)
 
-LUN_MIB = 64
-RDMA_CM_PORT = 5555
-SRPT = Path("/sys/kernel/config/target/srpt")
-
-
-def srp_disk():
-    """/dev/sdX of the SRP LUN once ib_srp has it, or None."""
-    for dev in Path("/sys/block").glob("sd*"):
-        host = re.search(r"/(host\d+)/", os.path.realpath(dev / "device"))
-        if host and Path("/sys/class/srp_remote_ports").exists():
-            proc = Path(f"/sys/class/scsi_host/{host.group(1)}/proc_name")
-            if proc.exists() and proc.read_text().strip() == "ib_srp":
-                return Path("/dev") / dev.name
-    return None
-
-
-def guid_hex(text):
-    return text.strip().replace(":", "")
-
 
 @pytest.fixture(scope="module")
 def srp(tmp_path_factory):
     """(disk, backing file): a fileio LUN exported by ib_srpt on srnic0,
-    logged into by ib_srp over RDMA/CM."""
+    logged into by ib_srp over RDMA/CM (tests/srp.py)."""
     topo, veth = topology.build("one-device", "srnic")
     backing = nvme_rdma.make_backing_file(
-        tmp_path_factory.mktemp("lio") / "lun0.img", LUN_MIB << 20)
+        tmp_path_factory.mktemp("lio") / "lun0.img", srp_ends.LUN_MIB << 20)
     dev = topo.a.name
-    so = None
-    made = []
     try:
-        for mod in ("target_core_mod", "target_core_file", "ib_srpt",
-                    "ib_srp", "sd_mod"):
-            harness.run("modprobe", mod)
-        os.makedirs("/etc/rtslib-fb-target", exist_ok=True)
-        so = rtslib_fb.FileIOStorageObject("lun0", str(backing),
-                                           size=LUN_MIB << 20,
-                                           write_back=False)
-        iid = Path(f"/sys/class/infiniband/{dev}/ports/1/gids/0").read_text()
-        iid = iid.strip().split(":")[4:]
-        port = SRPT / ":".join(iid)          # srpt's guid_name
-        tpg = port / "tpgt_1"
-        lun = tpg / "lun" / "lun_0"
-        acl = tpg / "acls" / topo.a.addr
-        if not SRPT.is_dir():      # LIO makes a fabric's directory on mkdir
-            SRPT.mkdir()
-        for d in (port, tpg, lun):
-            d.mkdir()
-            made.append(d)
-        (lun / "lun0").symlink_to(so.path)
-        made.append(lun / "lun0")
-        acl.mkdir()
-        made.append(acl)
-        (acl / "lun_0").mkdir()
-        made.append(acl / "lun_0")
-        (acl / "lun_0" / "lun0").symlink_to(lun)
-        made.append(acl / "lun_0" / "lun0")
-        (tpg / "enable").write_text("1\n")
-        (SRPT / "discovery_auth" / "rdma_cm_port").write_text(
-            f"{RDMA_CM_PORT}\n")
-        guid = guid_hex(Path(f"/sys/class/infiniband/{dev}/node_guid")
-                        .read_text())
-        add = Path(f"/sys/class/infiniband_srp/srp-{dev}-1/add_target")
-        add.write_text(f"id_ext={guid},ioc_guid={guid},"
-                       f"dest={topo.a.addr}:{RDMA_CM_PORT},"
-                       "max_cmd_per_lun=32\n")
-        disk = harness.wait_for(srp_disk, timeout=60, what="the SRP disk")
-        yield disk, backing
+        srp_ends.Target(dev, topo.a.addr, backing).start()
+        yield (srp_ends.login(dev, topo.a.addr, srp_ends.service_guid()),
+               backing)
     finally:
-        for rport in Path("/sys/class/srp_remote_ports").glob("port-*"):
-            try:
-                (rport / "delete").write_text("1\n")
-            except OSError:
-                pass
-        harness.run("modprobe", "-r", "ib_srp", check=False, timeout=120)
-        try:
-            (SRPT / "discovery_auth" / "rdma_cm_port").write_text("0\n")
-        except OSError:
-            pass
-        for path in reversed(made):
-            try:
-                path.unlink() if path.is_symlink() else path.rmdir()
-            except OSError:
-                pass
-        if so:
-            so.delete()
-        for mod in ("ib_srpt", "target_core_file", "target_core_mod"):
-            harness.run("modprobe", "-r", mod, check=False, timeout=120)
+        srp_ends.logout()
+        srp_ends.Target.stop()
         topology.teardown(topo, veth)
 
 
 def test_the_lun_is_reached_through_ib_srp(srp):
     disk = srp[0]
     size = int(Path(f"/sys/block/{disk.name}/size").read_text()) * 512
-    assert size == LUN_MIB << 20
+    assert size == srp_ends.LUN_MIB << 20
     ports = list(Path("/sys/class/srp_remote_ports").glob("port-*"))
     assert ports, "no SRP remote port"
 
@@ -137,3 +60,37 @@ def test_fio_crc32c_verify(srp, bs, rw):
 
 def test_what_the_initiator_writes_is_what_the_lun_file_holds(srp):
     nvme_rdma.direct_write_lands_in(srp[0], srp[1], 16 << 20)
+
+
+@pytest.fixture(scope="module")
+def srp_two_devices(tmp_path_factory, srp):
+    """(disk, backing file, topology): a second LUN, exported by ib_srpt on
+    srnic2 to ib_srp on srnic3, both in init_net (the veth-one-netns
+    topology), beside the one-device session on srnic0; ib_srp's src=
+    binds the initiator's connection to srnic3's address."""
+    topo, veth = topology.build("veth-one-netns", "srnic",
+                                names=("srnic2", "srnic3"))
+    backing = nvme_rdma.make_backing_file(
+        tmp_path_factory.mktemp("lio2") / "lun1.img", 16 << 20)
+    target = srp_ends.Target(topo.a.name, topo.a.addr, backing, size_mib=16,
+                             name="lun1")
+    try:
+        target.start()
+        disk = srp_ends.login(topo.b.name, topo.a.addr,
+                              srp_ends.service_guid(), src_addr=topo.b.addr)
+        assert disk != srp[0]
+        yield disk, backing, topo
+    finally:
+        srp_ends.logout(topo.b.name)
+        target.remove()
+        topology.teardown(topo, veth)
+
+
+def test_two_devices_initiator_on_one_target_on_the_other(srp_two_devices):
+    disk, backing, topo = srp_two_devices
+    # ib_srp's RC QPs on srnic3, ib_srpt's on srnic2 (rdma_cm owns both).
+    initiator = harness.kernel_qps(topo.b.name, "RC")
+    target = harness.kernel_qps(topo.a.name, "RC")
+    assert initiator and len(initiator) == len(target), (initiator, target)
+    nvme_rdma.verify_fio(disk, "128k", "randrw", size="8M")
+    nvme_rdma.direct_write_lands_in(disk, backing, 2 << 20, 4 << 20)

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # srnic-vm-run: --timeout 600
-"""Teardown under kernel ULP traffic: the RDMA device goes while NVMe over
-RDMA (tests/nvme_rdma.py) moves data through it, on one srnic device in
-init_net. Its own module, because each test builds and loses its device
-(tests/test_nvme_rdma.py keeps one connection for all of its tests).
+"""Teardown under kernel ULP traffic: the RDMA device goes while a block
+ULP moves data through it, on one srnic device in init_net, target and
+initiator both on it: NVMe over RDMA (tests/nvme_rdma.py), iSER
+(tests/iser.py) and SRP (tests/srp.py). Its own module, because each test
+builds and loses its device (the ULPs' own suites keep one session for all
+of their tests).
 """
 import subprocess
 import time
@@ -11,7 +13,9 @@ import time
 import pytest
 
 import harness
+import iser
 import nvme_rdma
+import srp
 import topology
 
 # A ULP that stops answering leaves its tools waiting: a test ends in 3
@@ -32,20 +36,89 @@ REMOVALS = {
 }
 
 
+class Nvme:
+    """nvmet-rdma and nvme-rdma; ib_core's unregistration calls both
+    ends' remove_one, which delete the controller and the target's
+    queues."""
+
+    def __init__(self, topo, backing):
+        self.target = nvme_rdma.Target(topo.a.addr, backing)
+        self.addr = topo.a.addr
+
+    def start(self):
+        self.target.start()
+        return nvme_rdma.connect(self.addr)
+
+    @staticmethod
+    def gone():
+        return nvme_rdma.controller() is None
+
+    def stop(self):
+        nvme_rdma.disconnect()
+        self.target.stop()
+
+
+class Iser:
+    """LIO's isert and open-iscsi over iser: the connection fails with its
+    device, and after replacement_timeout (a few seconds here) the
+    session's I/O fails and its disk is no longer running
+    (transport-offline); the session stays, recovering, until logout."""
+
+    def __init__(self, topo, backing):
+        self.target = iser.Target(topo.a.addr, backing, size_mib=32)
+        self.initiator = iser.Initiator(topo.a.addr)
+
+    def start(self):
+        self.target.start()
+        return self.initiator.login(replacement_timeout=5)
+
+    @staticmethod
+    def gone():
+        return iser.disk() is None
+
+    def stop(self):
+        self.initiator.logout()
+        iser.Target.stop()
+
+
+class Srp:
+    """ib_srpt and ib_srp: ib_srp's remove_one removes the SCSI host and
+    its disk, ib_srpt's closes its sessions."""
+
+    def __init__(self, topo, backing):
+        self.target = srp.Target(topo.a.name, topo.a.addr, backing,
+                                 size_mib=32)
+        self.topo = topo
+
+    def start(self):
+        self.target.start()
+        return srp.login(self.topo.a.name, self.topo.a.addr,
+                         srp.service_guid())
+
+    def gone(self):
+        return srp.disk(self.topo.a.name) is None
+
+    def stop(self):
+        srp.logout()
+        srp.Target.stop()
+
+
+ULPS = {"nvme": Nvme, "iser": Iser, "srp": Srp}
+
+
 @pytest.mark.parametrize("removal", list(REMOVALS))
-def test_device_removal_under_io(tmp_path, removal):
-    """The device both ULPs use goes while fio writes through it: ib_core's
-    unregistration calls their remove_one, which tears the controller and
-    the target's queues down; the removal returns, fio ends with errors
-    rather than hanging, the controller goes away, and the kernel reports
-    nothing (the VM runner checks)."""
+@pytest.mark.parametrize("ulp", list(ULPS))
+def test_device_removal_under_io(tmp_path, ulp, removal):
+    """The device both ends use goes while fio writes through it: ib_core's
+    unregistration calls their remove_one; the removal returns, fio ends
+    (with errors) rather than hanging, what the initiator had on the device
+    goes away, and the kernel reports nothing (the VM runner checks)."""
     topo, veth = topology.build("one-device", "srnic")
-    backing = nvme_rdma.make_backing_file(tmp_path / "ns1.img", 32 << 20)
-    target = nvme_rdma.Target(topo.a.addr, backing)
+    backing = nvme_rdma.make_backing_file(tmp_path / "lun.img", 32 << 20)
+    ends = ULPS[ulp](topo, backing)
     fio = None
     try:
-        target.start()
-        dev = nvme_rdma.connect(topo.a.addr)
+        dev = ends.start()
         fio = subprocess.Popen(
             ["fio", "--name=srnic", f"--filename={dev}", "--ioengine=libaio",
              "--direct=1", "--rw=randwrite", "--bs=64k", "--iodepth=8",
@@ -54,14 +127,13 @@ def test_device_removal_under_io(tmp_path, removal):
         time.sleep(3)
         assert fio.poll() is None, fio.communicate()[0]
         REMOVALS[removal](topo)
-        fio.communicate(timeout=180)
-        harness.wait_for(lambda: nvme_rdma.controller() is None, timeout=120,
-                         what="the controller gone with its device")
+        fio.communicate(timeout=150)
+        harness.wait_for(ends.gone, timeout=120,
+                         what=f"{ulp}'s initiator gone with its device")
         assert topo.a.name not in harness.rdma_links()
     finally:
         if fio and fio.poll() is None:
             fio.kill()
             fio.wait()
-        nvme_rdma.disconnect()
-        target.stop()
+        ends.stop()
         topology.teardown(topo, veth)

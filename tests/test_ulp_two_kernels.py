@@ -8,20 +8,29 @@ srnic target, the way a host running srnic meets rxe hosts (or hardware)
 on a fabric. The ULPs' rdma_cm lives in init_net, so two kernels are the
 only way their two ends can be on two different kinds of device.
 
-NVMe over RDMA: the target (nvmet-rdma, tests/nvme_rdma.py's Target) on
-the peer over a file there, the host (nvme-rdma) here; fio's crc32c
-verification, and a write compared with the peer's file. RDS over RDMA:
-messages to an echo socket on the peer, payloads checked.
+NVMe over RDMA, iSER and SRP: the target (nvmet-rdma, LIO's isert, LIO's
+ib_srpt: tests/nvme_rdma.py, tests/iser.py, tests/srp.py) on the peer over
+a file there, the initiator (nvme-rdma, open-iscsi's iser, ib_srp) here;
+fio's crc32c verification, and a write compared with the peer's file. NFS
+over RDMA: nfsd on the peer (tests/nfs_rdma.py), mounted here with
+proto=rdma, a tree of files written, compared with the peer's export and
+read back through a fresh mount. RDS over RDMA: messages to an echo socket
+on the peer, payloads checked.
 """
 import hashlib
+import json
 import os
+import re
 import socket
 
 import pytest
 
 import harness
+import iser
+import nfs_rdma
 import nvme_rdma
 import peer as peer_vm
+import srp
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -29,6 +38,11 @@ LOCAL = peer_vm.LOCAL_ADDR.split("/")[0]
 REMOTE = peer_vm.PEER_ADDR.split("/")[0]
 BACKING = "/tmp/srnic-ns.img"
 BACKING_MIB = 32
+# The iSER and SRP targets' LUN file on the peer.
+LUN = "/tmp/srnic-lun.img"
+LUN_MIB = 32
+# The NFS server's export on the peer.
+EXPORT = "/tmp/srnic-export"
 
 # (this VM's device, the peer's)
 PAIRS = [("srnic", "srnic"), ("srnic", "rxe"), ("rxe", "srnic")]
@@ -76,12 +90,98 @@ def test_nvme_over_rdma_between_two_kernels(devices, nvme, peer):
     assert f"traddr={REMOTE}" in (ctrl / "address").read_text()
     nvme_rdma.verify_fio(nvme, "128k", "randrw", size="8M")
     nvme_rdma.verify_fio(nvme, "4k", "randwrite", size="2M")
+    write_lands_in_peer_file(peer, nvme, BACKING)
 
-    # A write here is in the peer's file, byte for byte.
-    data = nvme_rdma.direct_write(nvme, 8 << 20, 4 << 20)
-    out = peer.run("sh", "-c", f"dd if={BACKING} bs=1M skip=8 count=4 "
-                   "status=none | sha256sum").stdout
+
+def write_lands_in_peer_file(peer, dev, path, mib_offset=8, mib=4):
+    """A write to dev here is in the peer's file path, byte for byte."""
+    data = nvme_rdma.direct_write(dev, mib_offset << 20, mib << 20)
+    out = peer.run("sh", "-c", f"dd if={path} bs=1M skip={mib_offset} "
+                   f"count={mib} status=none | sha256sum").stdout
     assert out.split()[0] == hashlib.sha256(data).hexdigest()
+
+
+def make_peer_lun(peer):
+    peer.python(f"import nvme_rdma; nvme_rdma.make_backing_file({LUN!r}, "
+                f"{LUN_MIB} << 20)")
+
+
+@pytest.fixture
+def iser_disk(devices, peer):
+    """The disk of the peer's isert LUN, logged into over iser."""
+    make_peer_lun(peer)
+    peer.python(f"import iser; iser.Target({REMOTE!r}, {LUN!r}, "
+                f"{LUN_MIB}).start()", timeout=120)
+    initiator = iser.Initiator(REMOTE)
+    try:
+        yield initiator.login()
+    finally:
+        initiator.logout()
+        peer.python("import iser; iser.Target.stop()", check=False,
+                    timeout=180)
+
+
+def test_iser_between_two_kernels(devices, iser_disk, peer):
+    out = harness.run("iscsiadm", "-m", "session", "-P", "1").stdout
+    assert re.search(r"Iface Transport:\s*iser", out), out
+    assert f"{REMOTE}:{iser.PORT}" in out, out
+    nvme_rdma.verify_fio(iser_disk, "128k", "randrw", size="8M")
+    write_lands_in_peer_file(peer, iser_disk, LUN)
+
+
+@pytest.fixture
+def srp_disk(devices, peer):
+    """The disk of the peer's ib_srpt LUN, logged into by ib_srp."""
+    local, remote = devices
+    make_peer_lun(peer)
+    peer.python(f"import srp; srp.Target({remote!r}, {REMOTE!r}, {LUN!r}, "
+                f"{LUN_MIB}).start()", timeout=120)
+    guid = peer.python("import srp; print(srp.service_guid())").stdout.strip()
+    try:
+        yield srp.login(local, REMOTE, guid)
+    finally:
+        srp.logout()
+        peer.python("import srp; srp.Target.stop()", check=False,
+                    timeout=180)
+
+
+def test_srp_between_two_kernels(devices, srp_disk, peer):
+    size = int(open(f"/sys/block/{srp_disk.name}/size").read()) * 512
+    assert size == LUN_MIB << 20
+    nvme_rdma.verify_fio(srp_disk, "128k", "randrw", size="8M")
+    write_lands_in_peer_file(peer, srp_disk, LUN)
+
+
+def test_nfs_between_two_kernels(devices, peer, tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    peer.python(f"import nfs_rdma; nfs_rdma.Server({EXPORT!r}).start()",
+                timeout=180)
+    try:
+        nfs_rdma.mount(REMOTE, mnt)
+        try:
+            assert harness.kernel_qps(devices[0], "RC"), \
+                f"no RC QP of xprtrdma on {devices[0]}"
+            written = nfs_rdma.write_tree(mnt)
+        finally:
+            harness.run("umount", str(mnt), timeout=60)
+        exported = peer.python(
+            "import json, nfs_rdma; print(json.dumps("
+            f"nfs_rdma.tree_digests({EXPORT!r})))").stdout
+        assert json.loads(exported) == written
+
+        # A fresh mount reads the tree back from the peer, not a cache.
+        nfs_rdma.mount(REMOTE, mnt)
+        try:
+            assert nfs_rdma.tree_digests(mnt) == written
+        finally:
+            harness.run("umount", str(mnt), timeout=60)
+    finally:
+        harness.run("umount", "-f", str(mnt), check=False, timeout=60)
+        for mod in ("rpcrdma", "nfsv4", "nfs"):
+            harness.run("modprobe", "-r", mod, check=False, timeout=60)
+        peer.python("import nfs_rdma; nfs_rdma.Server.stop()", check=False,
+                    timeout=180)
 
 
 RDS_ECHO = """
