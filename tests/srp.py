@@ -75,15 +75,6 @@ class Target:
         (SRPT / "discovery_auth" / "rdma_cm_port").write_text(
             f"{RDMA_CM_PORT}\n")
 
-    def remove(self):
-        """This target's port and storage object gone (others stay)."""
-        import rtslib_fb
-
-        remove_port(self.port())
-        for so in list(rtslib_fb.RTSRoot().storage_objects):
-            if so.name == self.name:
-                so.delete()
-
     @staticmethod
     def stop():
         """srpt's ports, their TPGs, LUNs and ACLs, and every storage object
@@ -161,20 +152,16 @@ def login(dev, target_addr, target_guid, src_addr=None):
                             what=f"the SRP disk through {dev}")
 
 
-def logout(dev=None):
-    """The SRP remote ports through RDMA device dev deleted (every one, and
-    ib_srp unloaded, without dev)."""
+def logout():
+    """Every SRP remote port deleted and ib_srp unloaded, which waits for
+    its removal work. Only then may a target on this kernel go: on 7.2,
+    disabling ib_srpt's port while ib_srp's srp_remove_work() was still
+    removing the initiator's port oopsed in scsi_host_busy_iter() (the
+    SCSI host's tag set already torn down; seen once, an upstream race
+    of ib_srp's, with the target's DREQ arriving meanwhile)."""
     for rport in Path("/sys/class/srp_remote_ports").glob("port-*"):
-        host = re.search(r"/(host\d+)/", os.path.realpath(rport))
-        local = Path(f"/sys/class/scsi_host/{host.group(1)}/local_ib_device"
-                     if host else "/nonexistent")
         try:
-            if dev is None or local.read_text().strip() == dev:
-                (rport / "delete").write_text("1\n")
+            (rport / "delete").write_text("1\n")
         except OSError:
             pass
-    if dev is None:
-        harness.run("modprobe", "-r", "ib_srp", check=False, timeout=120)
-    else:
-        harness.wait_for(lambda: disk(dev) is None, timeout=60,
-                         what=f"the SRP disk through {dev} gone")
+    harness.run("modprobe", "-r", "ib_srp", check=False, timeout=120)

@@ -67,22 +67,23 @@ def srp_two_devices(tmp_path_factory, srp):
     """(disk, backing file, topology): a second LUN, exported by ib_srpt on
     srnic2 to ib_srp on srnic3, both in init_net (the veth-one-netns
     topology), beside the one-device session on srnic0; ib_srp's src=
-    binds the initiator's connection to srnic3's address."""
+    binds the initiator's connection to srnic3's address. The module's
+    last test: its teardown ends every session, srnic0's too, in the order
+    tests/srp.py's logout() says."""
     topo, veth = topology.build("veth-one-netns", "srnic",
                                 names=("srnic2", "srnic3"))
     backing = nvme_rdma.make_backing_file(
         tmp_path_factory.mktemp("lio2") / "lun1.img", 16 << 20)
-    target = srp_ends.Target(topo.a.name, topo.a.addr, backing, size_mib=16,
-                             name="lun1")
     try:
-        target.start()
+        srp_ends.Target(topo.a.name, topo.a.addr, backing, size_mib=16,
+                        name="lun1").start()
         disk = srp_ends.login(topo.b.name, topo.a.addr,
                               srp_ends.service_guid(), src_addr=topo.b.addr)
         assert disk != srp[0]
         yield disk, backing, topo
     finally:
-        srp_ends.logout(topo.b.name)
-        target.remove()
+        srp_ends.logout()
+        srp_ends.Target.stop()
         topology.teardown(topo, veth)
 
 
