@@ -36,6 +36,16 @@ The measurements, in this order (see Documentation/performance.rst):
               rounds (default 1); a line's value is its runs' median.
   syscalls    per post, ib_write_bw and ib_send_bw under strace, on srnic's
               and on rxe's one-device setup
+  cpu         CPU cost (issue 22) on each perftest setup, srnic's and
+              rxe's: the guest's busy CPU-seconds (/proc/stat, both vCPUs,
+              every process and thread, all but idle and iowait) from the
+              tools' start to their exit, per GB moved (ib_send_bw -e and
+              ib_write_bw, polled, 64 KiB) and per million 8 B messages
+              (ib_send_bw -e); the event-driven round trips (ib_send_lat -e
+              8 B, ibv_rc_pingpong -e 4 KiB); the busy CPU of the guest over
+              10 s (SRNIC_BENCH_IDLE_SECONDS) with a connected, idle RC QP
+              pair (tests/rc_verbs.py) on each setup, and with none (the
+              guest's baseline)
   nvme        the kernel's NVMe over RDMA (tests/nvme_rdma.py) on one
               device in init_net, srnic's then rxe's: fio's sequential
               128 KiB writes, then reads, 15 s each (SRNIC_BENCH_NVME_SECONDS),
@@ -57,6 +67,7 @@ import os
 import pathlib
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -129,6 +140,13 @@ REPEAT = env_int("SRNIC_BENCH_REPEAT", 1)
 # nvmet-rdma on one device of each driver in init_net, the namespace a file
 # in the VM's tmpfs.
 NVME_RWS = ("write", "read")
+# The one-device lines' namespaces: a file in the VM's tmpfs through nvmet's
+# buffered file backend (the page cache copies every byte once more), and a
+# null_blk device that moves no data (memory_backed=0, completing in the
+# submitter's context), so that the transport alone bounds the line.
+NVME_BACKINGS = ("file", "null_blk")
+NULL_BLK = ["null_blk", "nr_devices=1", "gb=1", "bs=4096", "memory_backed=0",
+            "queue_mode=2", "irqmode=0"]
 NVME_BS = 128 * KiB
 NVME_SECONDS = env_int("SRNIC_BENCH_NVME_SECONDS", 15)
 NVME_MIB = 128
@@ -136,6 +154,28 @@ NVME_IODEPTH = 16
 # Syscalls per post: two runs of N1 and N2 64-byte posts.
 SYSCALL_N1, SYSCALL_N2 = 200, 2200
 PORT_BASE = 18700
+# CPU cost (issue 22), on each perftest setup: what the guest spends
+# (cpu_busy_seconds(): both vCPUs, all but idle and iowait, every process
+# and kernel thread) from the tools' start to their exit, per GB moved or
+# per million messages, and the event-driven round trips. (name, tool,
+# size, extra arguments, iterations, kind): kind "gb" and "mmsg" charge
+# the run's CPU to its bytes or messages, "lat" reports the latency.
+CPU_RUNS = [
+    ("send_bw_events", "ib_send_bw", 64 * KiB, ("-e",),
+     env_int("SRNIC_BENCH_ITERS_CPU_GB", 5000), "gb"),
+    ("write_bw_polled", "ib_write_bw", 64 * KiB, (),
+     env_int("SRNIC_BENCH_ITERS_CPU_GB", 5000), "gb"),
+    ("send_bw_events_8b", "ib_send_bw", 8, ("-e",),
+     env_int("SRNIC_BENCH_ITERS_CPU_MSGS", 20000), "mmsg"),
+    ("send_lat_events", "ib_send_lat", 8, ("-e",), ITERS["lat"], "lat"),
+    ("rc_pingpong_events", "ibv_rc_pingpong", 4 * KiB, ("-e",),
+     ITERS["lat"], "lat"),
+]
+CPU_PORT_BASE = 19700
+# An idle connected RC QP pair (tests/rc_verbs.py) for this long, after a
+# second for the engines' polling windows to close; and the guest with no
+# device traffic at all, its baseline.
+IDLE_SECONDS = env_int("SRNIC_BENCH_IDLE_SECONDS", 10)
 
 
 def iters_for(tool, size):
@@ -244,6 +284,8 @@ class Bench:
             "memcpy": [],
             "perftest": [],
             "syscalls": [],
+            "cpu": [],
+            "idle": [],
             "nvme": [],
         }
         self.save()
@@ -469,53 +511,171 @@ class Bench:
                  f"{e.get('detail') or e['error']}")
         self.record("syscalls", e)
 
+    # -- CPU cost --
+
+    def cpu_all(self, topos):
+        """CPU_RUNS on every setup, each run's configs one after the other;
+        then the idle pairs and the guest's baseline."""
+        for i, (name, tool, size, extra, iters, kind) in enumerate(CPU_RUNS):
+            for c, cfg in enumerate(CONFIGS):
+                topo = topos.get(cfg)
+                if topo is None:
+                    continue
+                e = {"driver": cfg[0], "topology": cfg[1], "name": name,
+                     "tool": tool, "size": size, "args": list(extra),
+                     "iters": iters, "kind": kind, "ok": False}
+                if isinstance(topo, str):
+                    e["error"] = topo
+                else:
+                    self.cpu_run(topo, e, CPU_PORT_BASE + 40 * i + 10 * c)
+                self.say(f"{cfg[0]} {cfg[1]} cpu {name}: "
+                         f"{e.get('cpu_busy_s', e.get('error'))}")
+                self.record("cpu", e)
+        self.idle_cpu("guest", None, None)
+        for cfg in CONFIGS:
+            topo = topos.get(cfg)
+            if topo is not None:
+                self.idle_cpu(cfg[0], cfg[1], topo)
+
+    def cpu_run(self, topo, e, port):
+        """One CPU_RUNS run on topo into e; two tries (perftest's clock
+        calibration can fail under TCG), each on a port of its own."""
+        from perftools import perftest_argv, run_pair
+
+        tag = f"cpu-{e['driver']}-{e['topology']}-{e['name']}"
+        for attempt in range(2):
+            e["error"] = self.out_of_time(self.timeout + 10)
+            if e["error"]:
+                return
+            p = port + attempt
+            if e["tool"] == "ibv_rc_pingpong":
+                argv = [[e["tool"], "-d", end.name, "-g", str(end.gid_index),
+                         "-s", str(e["size"]), "-n", str(e["iters"]),
+                         "-p", str(p), *e["args"]] for end in (topo.a, topo.b)]
+            else:
+                argv = [perftest_argv(e["tool"], end, e["size"], e["iters"], p,
+                                      e["args"]) for end in (topo.a, topo.b)]
+            busy0, t0 = cpu_busy_seconds(), time.monotonic()
+            try:
+                outs = run_pair(topo, argv[0], argv[1], p, self.logs,
+                                f"{tag}-{attempt + 1}", timeout=self.timeout)
+            except AssertionError as err:
+                e["error"] = str(err).splitlines()[0]
+                continue
+            used = cpu_busy_seconds() - busy0
+            e.update(cpu_busy_s=round(used, 3),
+                     seconds=round(time.monotonic() - t0, 2))
+            if e["kind"] == "gb":
+                e["cpu_s_per_gb"] = used / (e["iters"] * e["size"] / 1e9)
+            elif e["kind"] == "mmsg":
+                e["cpu_s_per_mmsg"] = used / (e["iters"] / 1e6)
+            elif e["tool"] == "ibv_rc_pingpong":
+                m = [re.search(r"([0-9.]+) usec/iter", o) for o in outs]
+                m = next((x for x in m if x), None)
+                if m is None:
+                    e["error"] = "no usec/iter line in the output"
+                    continue
+                e["lat_us"] = float(m.group(1))
+            else:
+                result = parse_perftest(e["tool"], e["size"], outs)
+                if calibration_failed(outs, result) or result is None:
+                    e["error"] = "no latency (clock calibration failed?)"
+                    continue
+                e["lat_us"] = result["lat_typical_us"]
+            e["ok"], e["error"] = True, None
+            return
+
+    def idle_cpu(self, driver, topo_id, topo):
+        """The guest's busy CPU over IDLE_SECONDS with an RC QP pair
+        connected on topo and nothing posted (driver "guest", topo None:
+        no QP, the baseline)."""
+        e = {"driver": driver, "topology": topo_id, "seconds": IDLE_SECONDS,
+             "ok": False}
+        pair = None
+        try:
+            e["error"] = self.out_of_time(IDLE_SECONDS + 30)
+            if e["error"] is None:
+                if topo is not None:
+                    import rc_verbs
+
+                    pair = rc_verbs.RCPair(topo)
+                    pair.connect()
+                time.sleep(1)
+                busy0 = cpu_busy_seconds()
+                time.sleep(IDLE_SECONDS)
+                used = cpu_busy_seconds() - busy0
+                e.update(ok=True, cpu_busy_s=round(used, 3),
+                         cpu_percent=100 * used / IDLE_SECONDS)
+        except Exception as err:  # pyverbs raises its own kinds
+            e["error"] = f"{type(err).__name__}: {err}".splitlines()[0]
+        finally:
+            if pair:
+                pair.close()
+        self.say(f"idle {driver} {topo_id}: "
+                 f"{e.get('cpu_percent', e.get('error'))}")
+        self.record("idle", e)
+
     # -- NVMe over RDMA --
 
     def nvme_all(self):
         """fio through the kernel's NVMe over RDMA on one device of each
-        driver, srnic first, then rxe; each in init_net, where the ULPs'
-        rdma_cm is, after the perftest setups are gone."""
-        for driver in ("srnic", "rxe"):
-            entries = [{"driver": driver, "rw": rw, "bs": NVME_BS,
-                        "seconds": NVME_SECONDS, "iodepth": NVME_IODEPTH,
-                        "ok": False} for rw in NVME_RWS]
-            error = self.out_of_time(len(NVME_RWS) * (NVME_SECONDS + 30) + 60)
-            if error is None:
-                try:
-                    self.nvme_runs(driver, entries)
-                except (AssertionError, OSError,
-                        subprocess.SubprocessError) as err:
-                    error = str(err).splitlines()[0]
-            for e in entries:
-                if not e["ok"]:
-                    e.setdefault("error", error or "not measured")
-                self.say(f"{driver} nvme-rdma {e['rw']} "
-                         f"{size_text(NVME_BS)}: "
-                         f"{e.get('mibps', e.get('error'))}")
-                self.record("nvme", e)
+        driver, srnic first, then rxe, for each of NVME_BACKINGS; each in
+        init_net, where the ULPs' rdma_cm is, after the perftest setups are
+        gone."""
+        for backing in NVME_BACKINGS:
+            for driver in ("srnic", "rxe"):
+                entries = [{"driver": driver, "rw": rw, "bs": NVME_BS,
+                            "backing": backing, "seconds": NVME_SECONDS,
+                            "iodepth": NVME_IODEPTH, "ok": False}
+                           for rw in NVME_RWS]
+                error = self.out_of_time(
+                    len(NVME_RWS) * (NVME_SECONDS + 30) + 60)
+                if error is None:
+                    try:
+                        self.nvme_runs(driver, entries, backing)
+                    except (AssertionError, OSError,
+                            subprocess.SubprocessError) as err:
+                        error = str(err).splitlines()[0]
+                for e in entries:
+                    if not e["ok"]:
+                        e.setdefault("error", error or "not measured")
+                    self.say(f"{driver} nvme-rdma {backing} {e['rw']} "
+                             f"{size_text(NVME_BS)}: "
+                             f"{e.get('mibps', e.get('error'))}")
+                    self.record("nvme", e)
 
-    def nvme_runs(self, driver, entries):
+    def nvme_runs(self, driver, entries, backing):
         import tempfile
 
+        import harness
         import nvme_rdma
         import topology as topology_mod
 
         topo, veth = topology_mod.build("one-device", driver)
         target = None
         try:
-            backing = nvme_rdma.make_backing_file(
-                pathlib.Path(tempfile.mkdtemp(prefix="srnic-nvmet-")) /
-                "ns1.img", NVME_MIB << 20)
-            target = nvme_rdma.Target(topo.a.addr, backing)
+            if backing == "null_blk":
+                harness.run(*(["modprobe"] + NULL_BLK))
+                path = "/dev/nullb0"
+            else:
+                path = nvme_rdma.make_backing_file(
+                    pathlib.Path(tempfile.mkdtemp(prefix="srnic-nvmet-")) /
+                    "ns1.img", NVME_MIB << 20)
+            target = nvme_rdma.Target(topo.a.addr, path)
             target.start()
             dev = nvme_rdma.connect(topo.a.addr)
             for e in entries:
-                nvme_fio(dev, e, self.logs / f"nvme-{driver}-{e['rw']}.json")
+                nvme_fio(dev, e, self.logs /
+                         f"nvme-{driver}-{backing}-{e['rw']}.json")
         finally:
             nvme_rdma.disconnect()
             if target:
                 target.stop()
-                os.unlink(target.backing)
+                if backing == "file":
+                    os.unlink(target.backing)
+            if backing == "null_blk":
+                harness.run("modprobe", "-r", "null_blk", check=False,
+                            timeout=60)
             topology_mod.teardown(topo, veth)
 
     def run(self):
@@ -533,6 +693,7 @@ class Bench:
                         self.record("syscalls", e)
                     else:
                         self.syscalls(topo, e)
+            self.cpu_all(topos)
         finally:
             for teardown in self.teardown:
                 teardown()
@@ -565,19 +726,37 @@ def nvme_fio(dev, e, log, busy=None):
              if job["io_bytes"] else None)
 
 
+# Between two kernels (issue 22): perftest and ibv_rc_pingpong between the
+# two VMs' devices, srnic to srnic then rxe to rxe, the server here and the
+# client on the peer (tests/peer.py's RemoteEnd), charged with both guests'
+# busy CPU; and qperf's TCP bandwidth and UDP latency on the same wire, its
+# ceiling. (name, tool, size, extra, iterations): polled latencies are left
+# out, since a spinning end starves its one-vCPU guest (25 ms typical).
+TWO_KERNEL_RUNS = [
+    ("write_bw", "ib_write_bw", 64 * KiB, (), 2000),
+    ("read_bw", "ib_read_bw", 64 * KiB, (), 2000),
+    ("send_bw", "ib_send_bw", 64 * KiB, (), 2000),
+    ("send_bw_events", "ib_send_bw", 64 * KiB, ("-e",), 2000),
+    ("send_lat_events", "ib_send_lat", 8, ("-e",), 500),
+    ("rc_pingpong_events", "ibv_rc_pingpong", 4 * KiB, ("-e",), 500),
+]
+QPERF_SECONDS = 5
+
+
 def two_kernels(outdir):
-    """NVMe over RDMA between this VM and the peer VM (scripts/vm-run
-    --peer): the target on the peer over a file in its tmpfs, the host
-    here, srnic on both ends, then rxe on both; the fio lines of nvme_all,
-    charged with both guests' busy CPU-seconds. To outdir/raw-two-kernels.json
-    after each line."""
+    """Between this VM and the peer VM (scripts/vm-run --peer), srnic on
+    both ends, then rxe on both: NVMe over RDMA (the target on the peer
+    over a file in its tmpfs, the host here; the fio lines of nvme_all)
+    and TWO_KERNEL_RUNS, each charged with both guests' busy CPU-seconds;
+    then qperf on the bare wire. To outdir/raw-two-kernels.json after each
+    driver."""
     import nvme_rdma
     import peer as peer_vm
 
     outdir = pathlib.Path(outdir)
     logs = outdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    raw = {"nvme": []}
+    raw = {"nvme": [], "tools": [], "wire": []}
     path = outdir / "raw-two-kernels.json"
     remote = peer_vm.PEER_ADDR.split("/")[0]
     backing = "/tmp/srnic-bench-ns.img"
@@ -595,10 +774,24 @@ def two_kernels(outdir):
             entries = [{"driver": driver, "rw": rw, "bs": NVME_BS,
                         "seconds": NVME_SECONDS, "iodepth": NVME_IODEPTH,
                         "ok": False} for rw in NVME_RWS]
+            tools = [{"driver": driver, "name": name, "tool": tool,
+                      "size": size, "args": list(extra), "iters": iters,
+                      "ok": False}
+                     for name, tool, size, extra, iters in TWO_KERNEL_RUNS]
             try:
-                peer_vm.make_device(driver, peer_vm.LOCAL_ADDR)
-                peer.python(f"import peer; peer.make_device({driver!r}, "
-                            f"{peer_vm.PEER_ADDR!r})", timeout=180)
+                local = peer_vm.make_device(driver, peer_vm.LOCAL_ADDR)
+                peer_dev = peer.python(
+                    f"import peer; print(peer.make_device({driver!r}, "
+                    f"{peer_vm.PEER_ADDR!r}))", timeout=180).stdout.strip()
+                topo = peer_vm.two_kernel_topology(peer, local, peer_dev,
+                                                   server="local")
+                for i, e in enumerate(tools):
+                    two_kernel_tool(topo, e, 19900 + 20 * i +
+                                    (10 if driver == "rxe" else 0), logs,
+                                    both_busy)
+                    print(f"bench two kernels: {driver} {e['name']} "
+                          f"{e.get('mbps', e.get('lat_us', e.get('error')))}",
+                          flush=True)
                 peer.python(f"{target}; nvme_rdma.make_backing_file("
                             f"{backing!r}, {NVME_MIB} << 20); t.start()",
                             timeout=120)
@@ -615,13 +808,85 @@ def two_kernels(outdir):
                                 timeout=180)
             except (AssertionError, OSError, ValueError,
                     subprocess.SubprocessError) as err:
-                for e in entries:
+                for e in entries + tools:
                     if not e["ok"]:
-                        e["error"] = str(err).splitlines()[0]
+                        e.setdefault("error", str(err).splitlines()[0])
             raw["nvme"].extend(entries)
+            raw["tools"].extend(tools)
             path.write_text(json.dumps(raw, indent=1) + "\n")
+        raw["wire"] = qperf_wire(peer, remote)
+        path.write_text(json.dumps(raw, indent=1) + "\n")
     finally:
         peer.close()
+
+
+def two_kernel_tool(topo, e, port, logs, busy):
+    """One TWO_KERNEL_RUNS run into e: MB/s (2^20 bytes) or the latency,
+    and the busy CPU-seconds of both guests per GB moved."""
+    from perftools import perftest_argv, run_pair
+
+    if e["tool"] == "ibv_rc_pingpong":
+        argv = [[e["tool"], "-d", end.name, "-g", str(end.gid_index), "-s",
+                 str(e["size"]), "-n", str(e["iters"]), "-p", str(port),
+                 *e["args"]] for end in (topo.a, topo.b)]
+    else:
+        argv = [perftest_argv(e["tool"], end, e["size"], e["iters"], port,
+                              e["args"]) for end in (topo.a, topo.b)]
+    busy0 = busy()
+    try:
+        outs = run_pair(topo, argv[0], argv[1], port, logs,
+                        f"two-kernels-{e['driver']}-{e['name']}", timeout=120)
+    except AssertionError as err:
+        e["error"] = str(err).splitlines()[0]
+        return
+    used = busy() - busy0
+    e["cpu_busy_s"] = round(used, 3)
+    if e["tool"] == "ibv_rc_pingpong":
+        m = next((x for x in (re.search(r"([0-9.]+) usec/iter", o)
+                              for o in outs) if x), None)
+        if m:
+            e.update(ok=True, lat_us=float(m.group(1)))
+    else:
+        result = parse_perftest(e["tool"], e["size"], outs)
+        if result and "bw_gbps" in result:
+            e.update(ok=True, mbps=result["bw_gbps"] / MB_PER_S_TO_GBPS,
+                     cpu_s_per_gb=used / (e["iters"] * e["size"] / 1e9))
+        elif result and "lat_typical_us" in result:
+            e.update(ok=True, lat_us=result["lat_typical_us"])
+    if not e["ok"]:
+        e["error"] = "no result in the output"
+
+
+def qperf_wire(peer, remote):
+    """qperf's tcp_bw (MB/s) and udp_lat (us) from here to its server on
+    the peer: what the wire itself does."""
+    entries = []
+    if not shutil.which("qperf"):
+        return [{"test": t, "ok": False, "error": "qperf is not installed"}
+                for t in ("tcp_bw", "udp_lat")]
+    peer.run("sh", "-c", "qperf >/tmp/qperf.log 2>&1 &")
+    deadline = time.monotonic() + 30
+    while not peer.listening(19765) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for test, key in (("tcp_bw", "bw"), ("udp_lat", "latency")):
+        e = {"test": test, "ok": False}
+        p = subprocess.run(["qperf", "-t", str(QPERF_SECONDS), remote,
+                            test], capture_output=True, text=True,
+                           timeout=QPERF_SECONDS + 60)
+        m = re.search(rf"^\s*{key}\s*=\s*([0-9.]+)\s*(\S+)", p.stdout,
+                      re.M)
+        if p.returncode == 0 and m:
+            scale = {"GB/sec": 1000, "MB/sec": 1, "KB/sec": 0.001,
+                     "ms": 1000, "us": 1, "sec": 1e6}.get(m.group(2))
+            if scale:
+                e.update(ok=True, value=float(m.group(1)) * scale,
+                         unit="MB/s" if key == "bw" else "us")
+        if not e["ok"]:
+            e["error"] = (p.stdout + p.stderr).strip()[-300:] or \
+                f"exit {p.returncode}"
+        entries.append(e)
+    peer.run("pkill", "-x", "qperf", check=False)
+    return entries
 
 
 def cpu_busy_seconds():
@@ -679,16 +944,20 @@ class Report:
             self.raw = json.loads(raw_path.read_text())
         except (OSError, ValueError) as e:
             self.raw = {"meta": {}, "memcpy": [], "perftest": [],
-                        "syscalls": [], "nvme": [],
+                        "syscalls": [], "cpu": [], "idle": [], "nvme": [],
                         "error": f"{raw_path}: {e}"}
         self.vm_status = vm_status
         self.lines = []
         self.failed = 0
         try:
-            self.two_kernels = json.loads(
-                (self.outdir / "raw-two-kernels.json").read_text())["nvme"]
+            raw2 = json.loads(
+                (self.outdir / "raw-two-kernels.json").read_text())
+            self.two_kernels = raw2["nvme"]
+            self.two_kernel_tools = raw2.get("tools", [])
+            self.wire = raw2.get("wire", [])
         except (OSError, ValueError, KeyError):
             self.two_kernels = None
+            self.two_kernel_tools, self.wire = [], []
 
     def perftest(self, driver, topo, tool, size):
         for e in self.raw["perftest"]:
@@ -698,9 +967,10 @@ class Report:
         return {"ok": False, "error": "not measured (the VM run ended "
                                       "before it)"}
 
-    def nvme(self, driver, rw, entries=None):
+    def nvme(self, driver, rw, entries=None, backing="file"):
         for e in self.raw.get("nvme", []) if entries is None else entries:
-            if (e["driver"], e["rw"]) == (driver, rw):
+            if (e["driver"], e["rw"], e.get("backing", "file")) == \
+                    (driver, rw, backing):
                 return e
         return {"ok": False, "error": "not measured (the VM run ended "
                                       "before it)"}
@@ -801,27 +1071,37 @@ class Report:
         r = w / movsb if w is not None and movsb else None
         self.add("ib_write_bw 64 KiB one-device / rep movsb", "ratio",
                  fmt(r, 2, "-"), "", "", srnic_value=r)
-        for rw in NVME_RWS:
-            s, r = self.nvme("srnic", rw), self.nvme("rxe", rw)
-            sv, rv = self.value(s, "mibps"), self.value(r, "mibps")
-            ratio = sv / rv if sv is not None and rv else None
-            target = NVME_READ_TARGET if rw == "read" else None
-            self.add(f"NVMe/RDMA fio {size_text(NVME_BS)} {rw} one-device",
-                     "MiB/s", fmt(sv, 1), fmt(rv, 1), fmt(ratio, 2, "-"),
-                     target_text(target) if target else "",
-                     met(target, ratio) if target else "",
-                     srnic_value=sv, rxe_value=rv, ratio_value=ratio,
-                     errors={d: e.get("error") for d, e in
-                             (("srnic", s), ("rxe", r))
-                             if not e.get("ok")} or None)
-        for rw in NVME_RWS:
-            s, r = self.nvme("srnic", rw), self.nvme("rxe", rw)
-            sv, rv = self.value(s, "cpu_s_per_gib"), self.value(r,
-                                                               "cpu_s_per_gib")
-            ratio = sv / rv if sv is not None and rv else None
-            self.add(f"NVMe/RDMA fio {size_text(NVME_BS)} {rw} CPU",
-                     "CPU-s/GiB", fmt(sv, 2), fmt(rv, 2), fmt(ratio, 2, "-"),
-                     srnic_value=sv, rxe_value=rv, ratio_value=ratio)
+        self.cpu_lines()
+        for backing in NVME_BACKINGS:
+            # The file lines keep their names of before null_blk came.
+            where = "one-device" + ("" if backing == "file"
+                                    else f", {backing} namespace")
+            for rw in NVME_RWS:
+                s = self.nvme("srnic", rw, backing=backing)
+                r = self.nvme("rxe", rw, backing=backing)
+                sv, rv = self.value(s, "mibps"), self.value(r, "mibps")
+                ratio = sv / rv if sv is not None and rv else None
+                target = NVME_READ_TARGET if rw == "read" else None
+                self.add(f"NVMe/RDMA fio {size_text(NVME_BS)} {rw} {where}",
+                         "MiB/s", fmt(sv, 1), fmt(rv, 1), fmt(ratio, 2, "-"),
+                         target_text(target) if target else "",
+                         met(target, ratio) if target else "",
+                         srnic_value=sv, rxe_value=rv, ratio_value=ratio,
+                         errors={d: e.get("error") for d, e in
+                                 (("srnic", s), ("rxe", r))
+                                 if not e.get("ok")} or None)
+            for rw in NVME_RWS:
+                s = self.nvme("srnic", rw, backing=backing)
+                r = self.nvme("rxe", rw, backing=backing)
+                sv, rv = (self.value(s, "cpu_s_per_gib"),
+                          self.value(r, "cpu_s_per_gib"))
+                ratio = sv / rv if sv is not None and rv else None
+                self.add(f"NVMe/RDMA fio {size_text(NVME_BS)} {rw} "
+                         + ("CPU" if backing == "file"
+                            else f"{backing} namespace CPU"),
+                         "CPU-s/GiB", fmt(sv, 2), fmt(rv, 2),
+                         fmt(ratio, 2, "-"), srnic_value=sv, rxe_value=rv,
+                         ratio_value=ratio)
         for key, unit, digits in (("mibps", "MiB/s", 1),
                                   ("cpu_s_per_gib", "CPU-s/GiB", 2)):
             if self.two_kernels is None:
@@ -839,6 +1119,7 @@ class Report:
                          errors={d: e.get("error") for d, e in
                                  (("srnic", s), ("rxe", r))
                                  if not e.get("ok")} or None)
+        self.two_kernel_lines()
         for tool in SYSCALL_TOOLS:
             s, r = self.syscall("srnic", tool), self.syscall("rxe", tool)
             for end in ("client", "server"):
@@ -850,6 +1131,100 @@ class Report:
                          errors={d: e.get("error") for d, e in
                                  (("srnic", s), ("rxe", r))
                                  if not e.get("ok")} or None)
+
+    def two_kernel_tool(self, driver, name):
+        for e in self.two_kernel_tools:
+            if (e["driver"], e["name"]) == (driver, name):
+                return e
+        return {"ok": False, "error": "not measured (the two-kernel run "
+                                      "ended before it)"}
+
+    def two_kernel_lines(self):
+        """TWO_KERNEL_RUNS, srnic to srnic against rxe to rxe, and the
+        wire's own TCP bandwidth and UDP latency (qperf)."""
+        if self.two_kernels is None:
+            return
+        for name, tool, size, extra, _ in TWO_KERNEL_RUNS:
+            s = self.two_kernel_tool("srnic", name)
+            r = self.two_kernel_tool("rxe", name)
+            label = f"{tool} {' '.join(extra) + ' ' if extra else ''}" \
+                f"{size_text(size)} two kernels"
+            keys = [("mbps", "MB/s", 1, "")] if tool.endswith("_bw") else \
+                [("lat_us", "us", 1, "")]
+            if tool.endswith("_bw"):
+                keys.append(("cpu_s_per_gb", "CPU-s/GB", 2, " CPU"))
+            for key, unit, digits, suffix in keys:
+                sv, rv = self.value(s, key), self.value(r, key)
+                ratio = sv / rv if sv is not None and rv else None
+                self.add(label + suffix, unit, fmt(sv, digits),
+                         fmt(rv, digits), fmt(ratio, 2, "-"),
+                         srnic_value=sv, rxe_value=rv, ratio_value=ratio,
+                         errors={d: e.get("error") for d, e in
+                                 (("srnic", s), ("rxe", r))
+                                 if not e.get("ok")} or None)
+        for test, text in (("tcp_bw", "TCP bandwidth (qperf tcp_bw)"),
+                           ("udp_lat", "UDP latency (qperf udp_lat)")):
+            e = next((w for w in self.wire if w["test"] == test),
+                     {"ok": False, "error": "not measured"})
+            v = self.value(e, "value")
+            self.add(f"{text}, the two kernels' wire",
+                     "MB/s" if test == "tcp_bw" else "us", fmt(v, 1), "", "",
+                     srnic_value=v,
+                     errors=None if e.get("ok") else {"wire": e["error"]})
+
+    def cpu(self, driver, topo, name):
+        for e in self.raw.get("cpu", []):
+            if (e["driver"], e["topology"], e["name"]) == (driver, topo, name):
+                return e
+        return {"ok": False, "error": "not measured (the VM run ended "
+                                      "before it)"}
+
+    def idle(self, driver, topo):
+        for e in self.raw.get("idle", []):
+            if (e["driver"], e["topology"]) == (driver, topo):
+                return e
+        return {"ok": False, "error": "not measured (the VM run ended "
+                                      "before it)"}
+
+    def cpu_lines(self):
+        """CPU_RUNS and the idle pairs, srnic against rxe on the same
+        setup (the wire's rxe: rxe's own wire where it has namespaces,
+        else its one-device value, as for the perftest lines)."""
+        key_unit = {"gb": ("cpu_s_per_gb", "CPU-s/GB", 2),
+                    "mmsg": ("cpu_s_per_mmsg", "CPU-s/M msgs", 1),
+                    "lat": ("lat_us", "us", 1)}
+        for topo in ("one-device", "wire"):
+            rxe_topo = "wire" if topo == "wire" and self.rxe_has_wire() \
+                else "one-device"
+            for name, tool, size, extra, _, kind in CPU_RUNS:
+                key, unit, digits = key_unit[kind]
+                s = self.cpu("srnic", topo, name)
+                r = self.cpu("rxe", rxe_topo, name)
+                sv, rv = self.value(s, key), self.value(r, key)
+                ratio = sv / rv if sv is not None and rv else None
+                what = "CPU" if kind != "lat" else "latency"
+                self.add(f"{tool} {' '.join(extra) or 'polled'} "
+                         f"{size_text(size)} {topo} {what}", unit,
+                         fmt(sv, digits), fmt(rv, digits), fmt(ratio, 2, "-"),
+                         srnic_value=sv, rxe_value=rv, ratio_value=ratio,
+                         errors={d: e.get("error") for d, e in
+                                 (("srnic", s), ("rxe", r))
+                                 if not e.get("ok")} or None)
+            s, r = self.idle("srnic", topo), self.idle("rxe", rxe_topo)
+            sv, rv = (self.value(s, "cpu_percent"),
+                      self.value(r, "cpu_percent"))
+            ratio = sv / rv if sv is not None and rv else None
+            self.add(f"idle connected RC QP pair {topo}, {IDLE_SECONDS} s",
+                     "% CPU", fmt(sv, 2), fmt(rv, 2), fmt(ratio, 2, "-"),
+                     srnic_value=sv, rxe_value=rv, ratio_value=ratio,
+                     errors={d: e.get("error") for d, e in
+                             (("srnic", s), ("rxe", r))
+                             if not e.get("ok")} or None)
+        g = self.idle("guest", None)
+        gv = self.value(g, "cpu_percent")
+        self.add(f"idle guest, no QP (the baseline), {IDLE_SECONDS} s",
+                 "% CPU", fmt(gv, 2), "", "", srnic_value=gv,
+                 errors=None if g.get("ok") else {"guest": g.get("error")})
 
     def text(self):
         meta = self.raw.get("meta", {})

@@ -3,7 +3,8 @@
 # srnic's benchmark (`make bench`, issue 5): in one VM boot, perftest on one
 # srnic device and on one rxe device, perftest between two srnic devices over
 # the wire (two netns joined by a veth pair), the VM's memcpy bandwidth, and
-# syscalls per post per driver, the kernel's NVMe over RDMA on one device
+# syscalls per post per driver, CPU cost per GB, per message and idle, the
+# kernel's NVMe over RDMA on one device (file and null_blk namespaces)
 # and between two kernels (two VMs on a wire). Prints one table and writes it to
 # build/bench/results.txt, with build/bench/results.json next to it.
 # Documentation/performance.rst says what each line means.
@@ -12,7 +13,7 @@
 #   --platform NAME the platform (scripts/platforms.conf, default bookworm):
 #                   its VM, its srnic build and its kernel's rxe; results in
 #                   build/bench for bookworm, build/bench/NAME for the others
-#   --timeout SECS  the VM's (default 1080, SRNIC_BENCH_TIMEOUT); the guest
+#   --timeout SECS  the VM's (default 1500, SRNIC_BENCH_TIMEOUT); the guest
 #                   stops starting runs when it would overrun it
 # Environment: SRNIC_BENCH_TOOL_TIMEOUT (seconds per tool run, default 60),
 # SRNIC_BENCH_REPEAT (rounds over the perftest lines, median kept, default 1),
@@ -30,7 +31,7 @@ REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
 cd "$REPO" || exit 2
 out=$REPO/build/bench
 platform=bookworm
-timeout=${SRNIC_BENCH_TIMEOUT:-1080}
+timeout=${SRNIC_BENCH_TIMEOUT:-1500}
 
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -22,6 +22,19 @@ def stack_as_booted():
     harness.reset_stack()
 
 
+@pytest.fixture(scope="session")
+def peer():
+    """The peer VM's agent (tests/peer.py), for the suites that run with
+    "# srnic-vm-run: --peer"; one connection for all of them in this VM
+    (scripts/run-vm-suites.sh groups them), told to end, so the peer VM
+    powers off, once they are done."""
+    import peer as peer_vm
+
+    p = peer_vm.Peer()
+    yield p
+    p.close()
+
+
 @pytest.fixture
 def srnic():
     """srnic.ko loaded; every srnic link it made removed afterwards."""

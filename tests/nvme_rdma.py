@@ -32,8 +32,10 @@ def write_attr(path, value):
 
 
 class Target:
-    """An nvmet subsystem nqn with one file-backed namespace, on RDMA port
-    port_id at addr:TRSVCID (an IPv4 or an IPv6 address)."""
+    """An nvmet subsystem nqn with one namespace, on RDMA port port_id at
+    addr:TRSVCID (an IPv4 or an IPv6 address). The namespace is backing:
+    a file (nvmet's file backend, through the page cache) or a block
+    device (its bdev backend)."""
 
     def __init__(self, addr, backing, nqn=NQN, port_id=PORT_ID):
         self.addr = addr
@@ -54,7 +56,8 @@ class Target:
         write_attr(self.subsys / "attr_allow_any_host", 1)
         self.ns.mkdir()
         write_attr(self.ns / "device_path", self.backing)
-        write_attr(self.ns / "buffered_io", 1)
+        if Path(self.backing).is_file():
+            write_attr(self.ns / "buffered_io", 1)
         write_attr(self.ns / "enable", 1)
         self.port.mkdir()
         write_attr(self.port / "addr_trtype", "rdma")

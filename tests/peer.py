@@ -10,14 +10,17 @@ hosts, the way srnic meets rxe or a hardware RNIC: every packet crosses
 it, each kernel's ULPs run in its own initial namespace, and either end
 may be srnic or rxe.
 """
+import dataclasses
 import json
 import os
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import harness
+import topology
 
 LOCAL_ADDR = "198.18.99.1/24"
 PEER_ADDR = "198.18.99.2/24"
@@ -97,6 +100,18 @@ class Peer:
         return self.run("/usr/bin/python3", "-c", code, check=check,
                         timeout=timeout)
 
+    def listening(self, port):
+        """True once a process on the peer listens on TCP port."""
+        return bool(self.run("ss", "-Hltn", f"sport = :{port}").stdout
+                    .strip())
+
+    def gid_index(self, name, addr):
+        """The index of addr's RoCE v2 GID on the peer's device name."""
+        return int(self.python(
+            "import harness; print(next(i for i, g, t in "
+            f"harness.port_gids({name!r}) if g == "
+            f"harness.ipv4_gid({addr!r}) and t == 'RoCE v2'))").stdout)
+
     def close(self):
         """Tell the agent to end (the peer VM then powers off)."""
         try:
@@ -125,3 +140,60 @@ def make_device(kind, addr):
                                  harness.port_gids(name)),
                      timeout=20, what=f"the RoCE v2 GID of {addr} on {name}")
     return name
+
+
+@dataclasses.dataclass
+class RemoteEnd(topology.End):
+    """A topology.End on the peer VM: its cmd() runs argv there through
+    `python3 tests/peer.py run` (this module's main), a local process that
+    relays the command's output and exit status, so that the suites'
+    tool runners (tests/perftools.py's run_pair) drive either end alike.
+    Killing that process leaves the command to the agent's timeout."""
+    timeout: int = 120
+
+    def cmd(self, *argv):
+        return [sys.executable, str(Path(__file__).resolve()), "run",
+                str(self.timeout), "--", *argv]
+
+
+def two_kernel_topology(peer, local_name, remote_name, server="peer"):
+    """A topology.Topology of the two VMs' devices, the server end (a) on
+    the peer or (server="local") here, the client end (b) on the other."""
+    local = topology.End(local_name, local_name.rstrip("0123456789"),
+                         wire_netdev(), LOCAL_ADDR.split("/")[0])
+    local.resolve_gid()
+    remote = RemoteEnd(remote_name, remote_name.rstrip("0123456789"), "",
+                       PEER_ADDR.split("/")[0])
+    remote.gid = harness.ipv4_gid(remote.addr)
+    remote.gid_index = peer.gid_index(remote_name, remote.addr)
+    a, b = (remote, local) if server == "peer" else (local, remote)
+    return topology.Topology(f"two-kernels-{server}-server", a, b,
+                             [local_name])
+
+
+def main(argv):
+    """peer.py run TIMEOUT -- ARGV...: ARGV on the peer, its output on
+    stdout, its exit status (the agent's: -9 when it ran out of time)
+    as this process's."""
+    if len(argv) < 4 or argv[0] != "run" or argv[2] != "--":
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    sock = socket.create_connection((PEER_ADDR.split("/")[0], AGENT_PORT),
+                                    timeout=30)
+    sock.settimeout(None)
+    with sock, sock.makefile("rwb") as f:
+        f.write(json.dumps({"argv": argv[3:], "timeout": int(argv[1]),
+                            "input": ""}).encode() + b"\n")
+        f.flush()
+        line = f.readline()
+    if not line:
+        print("peer.py: the peer agent went away", file=sys.stderr)
+        return 125
+    reply = json.loads(line)
+    sys.stdout.write(reply["stdout"] + reply["stderr"])
+    rc = reply["rc"]
+    return rc if 0 <= rc < 256 else 124
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -8,27 +8,33 @@ One JSON object per line each way: {"argv": [...], "timeout": seconds,
 (rc -9 when the command ran out of time), {"exit": true} with {} before the
 agent ends and the peer VM powers off. Commands run as root in the repo
 root with tests/ on PYTHONPATH, so that they can use the suites' helpers
-(python3 -c 'import nvme_rdma; ...'). Only the two VMs are on that wire.
+(python3 -c 'import nvme_rdma; ...'). Each connection is served by a
+thread of its own, so that one command may run (a tool's server end, run
+through `tests/peer.py run`) while another connection asks for more. Only
+the two VMs are on that wire.
 """
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer  # noqa: E402
 
 
 def serve(conn):
-    """Commands from one connection; False once told to exit."""
+    """Commands from one connection, one after another; the agent ends
+    when told to exit."""
     with conn, conn.makefile("rwb") as f:
         for line in f:
             req = json.loads(line)
             if req.get("exit"):
                 f.write(b"{}\n")
                 f.flush()
-                return False
+                sys.stdout.flush()
+                os._exit(0)
             try:
                 p = subprocess.run(req["argv"], input=req.get("input", ""),
                                    capture_output=True, text=True,
@@ -41,9 +47,11 @@ def serve(conn):
                          "stderr": f"timed out after {exc.timeout} s"}
             except OSError as exc:
                 reply = {"rc": 127, "stdout": "", "stderr": str(exc)}
-            f.write(json.dumps(reply).encode() + b"\n")
-            f.flush()
-    return True
+            try:
+                f.write(json.dumps(reply).encode() + b"\n")
+                f.flush()
+            except OSError:     # the asker went away (killed at its timeout)
+                return
 
 
 def main():
@@ -54,8 +62,7 @@ def main():
               flush=True)
         while True:
             conn, _ = srv.accept()
-            if not serve(conn):
-                return 0
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -48,13 +48,6 @@ EXPORT = "/tmp/srnic-export"
 PAIRS = [("srnic", "srnic"), ("srnic", "rxe"), ("rxe", "srnic")]
 
 
-@pytest.fixture(scope="module")
-def peer():
-    p = peer_vm.Peer()
-    yield p
-    p.close()
-
-
 @pytest.fixture(scope="module", params=PAIRS,
                 ids=[f"{a}-to-{b}" for a, b in PAIRS])
 def devices(request, peer):
