@@ -35,6 +35,25 @@ def peer():
     p.close()
 
 
+@pytest.fixture(scope="module",
+                params=[f"{a}-to-{b}" for a, b in harness.TWO_KERNEL_PAIRS])
+def two_kernel_devices(request, peer):
+    """(this VM's device, the peer's) for the "--peer" suites, of each of
+    harness.TWO_KERNEL_PAIRS' kinds in turn, each the only RDMA device of
+    its kernel, on the wire (tests/peer.py's make_device)."""
+    import peer as peer_vm
+
+    local_kind, peer_kind = request.param.split("-to-")
+    local = peer_vm.make_device(local_kind, peer_vm.LOCAL_ADDR)
+    remote = peer.python(
+        "import peer; print(peer.make_device("
+        f"{peer_kind!r}, {peer_vm.PEER_ADDR!r}))", timeout=180).stdout.strip()
+    yield local, remote
+    for name in harness.rdma_links():
+        harness.run("rdma", "link", "delete", name, check=False,
+                    timeout=120)
+
+
 @pytest.fixture
 def srnic():
     """srnic.ko loaded; every srnic link it made removed afterwards."""

@@ -138,6 +138,12 @@ def rdma_user_counts():
     return counts
 
 
+# Two kernels on one wire (tests/peer.py): (this VM's device kind, the
+# peer's), srnic against srnic, srnic against that kernel's rxe, rxe
+# against srnic.
+TWO_KERNEL_PAIRS = [("srnic", "srnic"), ("srnic", "rxe"), ("rxe", "srnic")]
+
+
 def kernel_qps(name, qp_type=None):
     """The QPs kernel consumers (ULPs, ib_core's MAD layer) own on device
     name, of qp_type ("RC", ...) if given, as `rdma resource show qp` lists

@@ -8,8 +8,9 @@ hardware on a fabric: every packet crosses a real wire between two
 kernels, with its own network stacks, timers and CPUs.
 
 ibv_rc_pingpong with -c (every byte checked; its server on the peer, then
-here) and perftest's six RC tools (server on the peer, client here). The peer's end runs through tests/peer.py's
-RemoteEnd, so the runs are tests/perftools.py's, as in test_rc_tools.
+here) and perftest's six RC tools (server on the peer, client here). The
+peer's end runs through tests/peer.py's RemoteEnd, so the runs are
+tests/perftools.py's, as in test_rc_tools.
 The wire is slow (QEMU's socket netdev, one vCPU per guest: about 14 MB/s
 for TCP, 1.1 ms for a UDP round trip), so the runs are short.
 """
@@ -17,39 +18,22 @@ import itertools
 
 import pytest
 
-import harness
 import peer as peer_vm
 from perftools import perftest_argv, run_pair
 
 pytestmark = pytest.mark.timeout(300)
 
-# (this VM's device, the peer's)
-PAIRS = [("srnic", "srnic"), ("srnic", "rxe"), ("rxe", "srnic")]
 TOOLS = ["ib_send_bw", "ib_write_bw", "ib_read_bw",
          "ib_send_lat", "ib_write_lat", "ib_read_lat"]
 ports = itertools.count(18800)
 
 
-@pytest.fixture(scope="module", params=PAIRS,
-                ids=[f"{a}-to-{b}" for a, b in PAIRS])
-def devices(request, peer):
-    """(local device, peer device) of the pair's kinds, on the wire."""
-    local_kind, peer_kind = request.param
-    local = peer_vm.make_device(local_kind, peer_vm.LOCAL_ADDR)
-    remote = peer.python(
-        "import peer; print(peer.make_device("
-        f"{peer_kind!r}, {peer_vm.PEER_ADDR!r}))", timeout=180).stdout.strip()
-    yield local, remote
-    for name in harness.rdma_links():
-        harness.run("rdma", "link", "delete", name, check=False,
-                    timeout=120)
-
-
 @pytest.fixture(scope="module")
-def topologies(peer, devices):
+def topologies(peer, two_kernel_devices):
     """{server side: the two VMs' tests/topology.py Topology}, the server
     end (a) on the peer ("peer") or here ("local")."""
-    return {server: peer_vm.two_kernel_topology(peer, *devices, server=server)
+    return {server: peer_vm.two_kernel_topology(peer, *two_kernel_devices,
+                                                server=server)
             for server in ("peer", "local")}
 
 
@@ -68,7 +52,8 @@ def run_tool(peer, topo, argv_of, tmp_path, tag, timeout=120):
 
 @pytest.mark.parametrize("server,size,events",
                          [("peer", 4096, False), ("local", 65536, True)],
-                         ids=["4k-poll-peer-server", "64k-events-local-server"])
+                         ids=["4k-poll-peer-server",
+                              "64k-events-local-server"])
 def test_rc_pingpong_between_two_kernels(peer, topologies, server, size,
                                          events, tmp_path):
     iters = 50

@@ -44,27 +44,9 @@ LUN_MIB = 32
 # The NFS server's export on the peer.
 EXPORT = "/tmp/srnic-export"
 
-# (this VM's device, the peer's)
-PAIRS = [("srnic", "srnic"), ("srnic", "rxe"), ("rxe", "srnic")]
-
-
-@pytest.fixture(scope="module", params=PAIRS,
-                ids=[f"{a}-to-{b}" for a, b in PAIRS])
-def devices(request, peer):
-    """(local device, peer device) of the pair's kinds, on the wire."""
-    local_kind, peer_kind = request.param
-    local = peer_vm.make_device(local_kind, peer_vm.LOCAL_ADDR)
-    remote = peer.python(
-        "import peer; print(peer.make_device("
-        f"{peer_kind!r}, {peer_vm.PEER_ADDR!r}))", timeout=180).stdout.strip()
-    yield local, remote
-    for name in harness.rdma_links():
-        harness.run("rdma", "link", "delete", name, check=False,
-                    timeout=120)
-
 
 @pytest.fixture
-def nvme(devices, peer):
+def nvme(two_kernel_devices, peer):
     """The block device of the peer's nvmet-rdma namespace, connected."""
     target = (f"import nvme_rdma; t = nvme_rdma.Target({REMOTE!r}, "
               f"{BACKING!r})")
@@ -77,7 +59,8 @@ def nvme(devices, peer):
         peer.python(f"{target}; t.stop()", check=False, timeout=180)
 
 
-def test_nvme_over_rdma_between_two_kernels(devices, nvme, peer):
+def test_nvme_over_rdma_between_two_kernels(two_kernel_devices, nvme,
+                                           peer):
     ctrl = nvme_rdma.controller()
     assert (ctrl / "transport").read_text().strip() == "rdma"
     assert f"traddr={REMOTE}" in (ctrl / "address").read_text()
@@ -100,7 +83,7 @@ def make_peer_lun(peer):
 
 
 @pytest.fixture
-def iser_disk(devices, peer):
+def iser_disk(two_kernel_devices, peer):
     """The disk of the peer's isert LUN, logged into over iser."""
     make_peer_lun(peer)
     peer.python(f"import iser; iser.Target({REMOTE!r}, {LUN!r}, "
@@ -114,7 +97,7 @@ def iser_disk(devices, peer):
                     timeout=180)
 
 
-def test_iser_between_two_kernels(devices, iser_disk, peer):
+def test_iser_between_two_kernels(two_kernel_devices, iser_disk, peer):
     out = harness.run("iscsiadm", "-m", "session", "-P", "1").stdout
     assert re.search(r"Iface Transport:\s*iser", out), out
     assert f"{REMOTE}:{iser.PORT}" in out, out
@@ -123,9 +106,9 @@ def test_iser_between_two_kernels(devices, iser_disk, peer):
 
 
 @pytest.fixture
-def srp_disk(devices, peer):
+def srp_disk(two_kernel_devices, peer):
     """The disk of the peer's ib_srpt LUN, logged into by ib_srp."""
-    local, remote = devices
+    local, remote = two_kernel_devices
     make_peer_lun(peer)
     peer.python(f"import srp; srp.Target({remote!r}, {REMOTE!r}, {LUN!r}, "
                 f"{LUN_MIB}).start()", timeout=120)
@@ -138,14 +121,14 @@ def srp_disk(devices, peer):
                     timeout=180)
 
 
-def test_srp_between_two_kernels(devices, srp_disk, peer):
+def test_srp_between_two_kernels(two_kernel_devices, srp_disk, peer):
     size = int(open(f"/sys/block/{srp_disk.name}/size").read()) * 512
     assert size == LUN_MIB << 20
     nvme_rdma.verify_fio(srp_disk, "128k", "randrw", size="8M")
     write_lands_in_peer_file(peer, srp_disk, LUN)
 
 
-def test_nfs_between_two_kernels(devices, peer, tmp_path):
+def test_nfs_between_two_kernels(two_kernel_devices, peer, tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     peer.python(f"import nfs_rdma; nfs_rdma.Server({EXPORT!r}).start()",
@@ -153,8 +136,8 @@ def test_nfs_between_two_kernels(devices, peer, tmp_path):
     try:
         nfs_rdma.mount(REMOTE, mnt)
         try:
-            assert harness.kernel_qps(devices[0], "RC"), \
-                f"no RC QP of xprtrdma on {devices[0]}"
+            assert harness.kernel_qps(two_kernel_devices[0], "RC"), \
+                f"no RC QP of xprtrdma on {two_kernel_devices[0]}"
             written = nfs_rdma.write_tree(mnt)
         finally:
             harness.run("umount", str(mnt), timeout=60)
@@ -191,7 +174,7 @@ for _ in range({count}):
 RDS_SIZES = [1, 4096, 65536]
 
 
-def test_rds_between_two_kernels(devices, peer):
+def test_rds_between_two_kernels(two_kernel_devices, peer):
     peer.run("modprobe", "rds_rdma")
     harness.run("modprobe", "rds_rdma")
     # The echo server runs in the background on the peer (the agent runs
