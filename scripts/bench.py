@@ -540,7 +540,7 @@ class Bench:
     def cpu_run(self, topo, e, port):
         """One CPU_RUNS run on topo into e; two tries (perftest's clock
         calibration can fail under TCG), each on a port of its own."""
-        from perftools import perftest_argv, run_pair
+        from perftools import run_pair
 
         tag = f"cpu-{e['driver']}-{e['topology']}-{e['name']}"
         for attempt in range(2):
@@ -548,13 +548,7 @@ class Bench:
             if e["error"]:
                 return
             p = port + attempt
-            if e["tool"] == "ibv_rc_pingpong":
-                argv = [[e["tool"], "-d", end.name, "-g", str(end.gid_index),
-                         "-s", str(e["size"]), "-n", str(e["iters"]),
-                         "-p", str(p), *e["args"]] for end in (topo.a, topo.b)]
-            else:
-                argv = [perftest_argv(e["tool"], end, e["size"], e["iters"], p,
-                                      e["args"]) for end in (topo.a, topo.b)]
+            argv = tool_argvs(topo, e, p)
             busy0, t0 = cpu_busy_seconds(), time.monotonic()
             try:
                 outs = run_pair(topo, argv[0], argv[1], p, self.logs,
@@ -570,12 +564,10 @@ class Bench:
             elif e["kind"] == "mmsg":
                 e["cpu_s_per_mmsg"] = used / (e["iters"] / 1e6)
             elif e["tool"] == "ibv_rc_pingpong":
-                m = [re.search(r"([0-9.]+) usec/iter", o) for o in outs]
-                m = next((x for x in m if x), None)
-                if m is None:
+                e["lat_us"] = pingpong_usecs(outs)
+                if e["lat_us"] is None:
                     e["error"] = "no usec/iter line in the output"
                     continue
-                e["lat_us"] = float(m.group(1))
             else:
                 result = parse_perftest(e["tool"], e["size"], outs)
                 if calibration_failed(outs, result) or result is None:
@@ -820,18 +812,35 @@ def two_kernels(outdir):
         peer.close()
 
 
+def tool_argvs(topo, e, port):
+    """[server argv, client argv] of entry e's tool (ibv_rc_pingpong or a
+    perftest tool: e's tool, size, iters and extra args) on topo's ends."""
+    from perftools import perftest_argv
+
+    if e["tool"] == "ibv_rc_pingpong":
+        return [[e["tool"], "-d", end.name, "-g", str(end.gid_index), "-s",
+                 str(e["size"]), "-n", str(e["iters"]), "-p", str(port),
+                 *e["args"]] for end in (topo.a, topo.b)]
+    return [perftest_argv(e["tool"], end, e["size"], e["iters"], port,
+                          e["args"]) for end in (topo.a, topo.b)]
+
+
+def pingpong_usecs(outputs):
+    """ibv_rc_pingpong's "N usec/iter" from the first output that has it,
+    or None."""
+    for out in outputs:
+        m = re.search(r"([0-9.]+) usec/iter", out)
+        if m:
+            return float(m.group(1))
+    return None
+
+
 def two_kernel_tool(topo, e, port, logs, busy):
     """One TWO_KERNEL_RUNS run into e: MB/s (2^20 bytes) or the latency,
     and the busy CPU-seconds of both guests per GB moved."""
-    from perftools import perftest_argv, run_pair
+    from perftools import run_pair
 
-    if e["tool"] == "ibv_rc_pingpong":
-        argv = [[e["tool"], "-d", end.name, "-g", str(end.gid_index), "-s",
-                 str(e["size"]), "-n", str(e["iters"]), "-p", str(port),
-                 *e["args"]] for end in (topo.a, topo.b)]
-    else:
-        argv = [perftest_argv(e["tool"], end, e["size"], e["iters"], port,
-                              e["args"]) for end in (topo.a, topo.b)]
+    argv = tool_argvs(topo, e, port)
     busy0 = busy()
     try:
         outs = run_pair(topo, argv[0], argv[1], port, logs,
@@ -842,10 +851,9 @@ def two_kernel_tool(topo, e, port, logs, busy):
     used = busy() - busy0
     e["cpu_busy_s"] = round(used, 3)
     if e["tool"] == "ibv_rc_pingpong":
-        m = next((x for x in (re.search(r"([0-9.]+) usec/iter", o)
-                              for o in outs) if x), None)
-        if m:
-            e.update(ok=True, lat_us=float(m.group(1)))
+        lat = pingpong_usecs(outs)
+        if lat is not None:
+            e.update(ok=True, lat_us=lat)
     else:
         result = parse_perftest(e["tool"], e["size"], outs)
         if result and "bw_gbps" in result:
