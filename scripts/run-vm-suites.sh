@@ -18,6 +18,7 @@
 # SRNIC_TEST_ACK_TIMEOUT (tests/test_teardown.py's QP ACK timeout exponent;
 # its waits scale with it),
 # SRNIC_TEST_TOPOLOGIES (comma-separated subset of tests/topology.py's),
+# SRNIC_TEST_MATRIX (check: make check's topologies per suite, tests/topology.py),
 # SRNIC_STRESS_MESSAGES and SRNIC_STRESS_ACK_TIMEOUT (tests/test_rc_stress.py's
 # total and local ACK timeout exponent), SRNIC_RDMA_CORE_RXE (0: tests/test_rdma_core.py
 # runs rdma-core's suite against srnic only) and
@@ -43,7 +44,7 @@ failed_suites=()
 rm -f "$results/.reports"
 pass_env=()
 for var in SRNIC_TEST_DEVICE_KIND SRNIC_TEST_WC_TIMEOUT SRNIC_TEST_TOOL_TIMEOUT \
-	SRNIC_TEST_ACK_TIMEOUT SRNIC_TEST_TOPOLOGIES SRNIC_STRESS_MESSAGES SRNIC_STRESS_ACK_TIMEOUT \
+	SRNIC_TEST_ACK_TIMEOUT SRNIC_TEST_TOPOLOGIES SRNIC_TEST_MATRIX SRNIC_STRESS_MESSAGES SRNIC_STRESS_ACK_TIMEOUT \
 	SRNIC_RDMA_CORE_RXE PYTEST_ADDOPTS; do
 	if [ -n "${!var:-}" ]; then
 		pass_env+=(--env "$var=${!var}")

@@ -8,10 +8,35 @@ import harness
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "check_topologies(*ids): the topologies this test runs "
+        "on in make check (tests/topology.py's CHECK_TOPOLOGIES)")
     if not os.environ.get("SRNIC_VM"):
         raise pytest.UsageError(
             "srnic's tests/ suites run inside the VM: use `make vm-test` "
             "or scripts/run-vm-suites.sh tests/test_NAME.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """SRNIC_TEST_MATRIX=check (make check): each topology-parametrised test
+    on its suite's or its own check topologies only (tests/topology.py)."""
+    import topology
+
+    if topology.MATRIX != "check":
+        return
+    keep, drop = [], []
+    for item in items:
+        topo = getattr(item, "callspec", None) and \
+            item.callspec.params.get("topology")
+        marker = item.get_closest_marker("check_topologies")
+        wanted = marker.args if marker else getattr(
+            item.module, "CHECK_TOPOLOGIES", topology.CHECK_TOPOLOGIES)
+        for t in wanted:
+            assert t in topology.TOPOLOGIES, f"{item.nodeid}: no topology {t}"
+        (drop if topo and topo not in wanted else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -57,8 +57,11 @@ class Peer:
     """The agent on the other VM: run() a command there. This VM's end of
     the wire comes up first, at LOCAL_ADDR."""
 
-    def __init__(self, timeout=180):
-        wire_up(LOCAL_ADDR)
+    def __init__(self, timeout=180, wire=True):
+        """Connect to the agent within timeout seconds; wire=False: this
+        VM's end is already up (a process of a test that holds a Peer)."""
+        if wire:
+            wire_up(LOCAL_ADDR)
         self.addr = PEER_ADDR.split("/")[0]
         deadline = time.monotonic() + timeout
         while True:
@@ -178,20 +181,16 @@ def main(argv):
     if len(argv) < 4 or argv[0] != "run" or argv[2] != "--":
         print(main.__doc__, file=sys.stderr)
         return 2
-    sock = socket.create_connection((PEER_ADDR.split("/")[0], AGENT_PORT),
-                                    timeout=30)
-    sock.settimeout(None)
-    with sock, sock.makefile("rwb") as f:
-        f.write(json.dumps({"argv": argv[3:], "timeout": int(argv[1]),
-                            "input": ""}).encode() + b"\n")
-        f.flush()
-        line = f.readline()
-    if not line:
-        print("peer.py: the peer agent went away", file=sys.stderr)
+    peer = Peer(timeout=30, wire=False)
+    try:
+        reply = peer.run(*argv[3:], check=False, timeout=int(argv[1]))
+    except AssertionError as e:
+        print(f"peer.py: {e}", file=sys.stderr)
         return 125
-    reply = json.loads(line)
-    sys.stdout.write(reply["stdout"] + reply["stderr"])
-    rc = reply["rc"]
+    finally:
+        peer.sock.close()
+    sys.stdout.write(reply.stdout + reply.stderr)
+    rc = reply.returncode
     return rc if 0 <= rc < 256 else 124
 
 

@@ -26,7 +26,10 @@ from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402
 import roce_packets as rp  # noqa: E402
 from harness import link_counters, module_param, run, wait_for  # noqa: E402
 from topology import link_local_end  # noqa: E402
-from topology import topology  # noqa: E402,F401 (fixture)
+from topology import TOPOLOGIES, topology  # noqa: E402,F401 (fixture)
+
+# make check runs the RC data path on every topology (tests/topology.py).
+CHECK_TOPOLOGIES = TOPOLOGIES
 
 SIGNALED = e.IBV_SEND_SIGNALED
 RC_SEND_FIRST = 0x00

@@ -131,7 +131,8 @@ class End:
         return attr.qp_state
 
 
-def move(side, qp, peer, peer_qp, state, mtu, rnr_retry=7, min_rnr_timer=1):
+def move(side, qp, peer, peer_qp, state, mtu, rnr_retry=7, min_rnr_timer=1,
+         timeout=14):
     a = QPAttr(qp_state=state)
     if state == INIT:
         a.pkey_index = 0
@@ -149,7 +150,7 @@ def move(side, qp, peer, peer_qp, state, mtu, rnr_retry=7, min_rnr_timer=1):
         a.min_rnr_timer = min_rnr_timer
         mask = RTR_MASK
     elif state == RTS:
-        a.timeout = 14
+        a.timeout = timeout
         a.retry_cnt = 7
         a.rnr_retry = rnr_retry
         a.sq_psn = 0x1234
@@ -165,7 +166,7 @@ class SrqTopo:
     connected to b.qps[i]."""
 
     def __init__(self, topo, nqp=3, srq_wr=256, srq_sge=2, rnr_retry=7,
-                 min_rnr_timer=1):
+                 min_rnr_timer=1, timeout=14):
         self.topo = topo
         self.a = End(topo.a, nqp)
         self.b = End(topo.b, nqp, srq_wr=srq_wr, srq_sge=srq_sge)
@@ -175,9 +176,11 @@ class SrqTopo:
         for state in (INIT, RTR, RTS):
             for qa, qb in pairs:
                 move(self.a, qa, self.b, qb, state, self.mtu,
-                     rnr_retry=rnr_retry, min_rnr_timer=min_rnr_timer)
+                     rnr_retry=rnr_retry, min_rnr_timer=min_rnr_timer,
+                     timeout=timeout)
                 move(self.b, qb, self.a, qa, state, self.mtu,
-                     rnr_retry=rnr_retry, min_rnr_timer=min_rnr_timer)
+                     rnr_retry=rnr_retry, min_rnr_timer=min_rnr_timer,
+                     timeout=timeout)
 
 
 def message(qp_index, seq, size):
@@ -513,8 +516,10 @@ def test_destroy_orders_mid_transfer(topology, order):
     into the SRQ are in flight: every destroy succeeds, and every SEND of
     a completes (delivered, retries exhausted, refused for the MR gone, or
     flushed) in bounded time.
-    The console check catches any kernel report."""
-    t = SrqTopo(topology, nqp=2, srq_wr=128)
+    The console check catches any kernel report. A's QPs wait 16.8 ms for
+    an ACK (timeout 12), so the SENDs b's destroyed QPs no longer answer
+    exhaust their retries in a few seconds, not in 67 ms' backed-off 17."""
+    t = SrqTopo(topology, nqp=2, srq_wr=128, timeout=12)
     a, b = t.a, t.b
     size, per_qp = 4096, 32
     dst = b.mr(size * 128)

@@ -45,6 +45,22 @@ if KIND not in ("srnic", "rxe"):
 TOPOLOGIES = ("one-device", "veth-one-netns", "veth-two-netns",
               "srnic-to-rxe", "rxe-to-srnic")
 
+# `make check` (scripts/check.sh: SRNIC_TEST_MATRIX=check) runs each suite's
+# topology-parametrised tests on the topologies whose paths differ for it:
+# local delivery on one device, srnic's wire between two netns, srnic as the
+# requester to rxe. A suite whose own code differs on the others (the RC
+# data path and its tools, rdma_cm) names them in a module-level
+# CHECK_TOPOLOGIES; a test may narrow its suite's with
+# @pytest.mark.check_topologies(...). The other two topologies (two devices
+# in one netns, rxe as the requester) run there, in `make check-all` and in
+# `make check PLATFORM=NAME`, which run every topology
+# (SRNIC_TEST_MATRIX=full, the default). tests/conftest.py deselects.
+CHECK_TOPOLOGIES = ("one-device", "veth-two-netns", "srnic-to-rxe")
+MATRIX = os.environ.get("SRNIC_TEST_MATRIX", "full")
+if MATRIX not in ("check", "full"):
+    raise pytest.UsageError(
+        f"SRNIC_TEST_MATRIX: {MATRIX!r} is neither check nor full")
+
 # SRNIC_TEST_TOPOLOGIES=one-device,srnic-to-rxe runs a subset.
 SELECTED = [t for t in os.environ.get("SRNIC_TEST_TOPOLOGIES", "").split(",")
             if t]
