@@ -53,7 +53,7 @@ for p in $others; do
 	stage "$p: builds, unit tests, packages" \
 		$make --no-print-directory all unit-test deb PLATFORM="$p" || { status=1; continue; }
 	stage "$p: VM suites" env SRNIC_TEST_TOPOLOGIES="$($make -s print-platform-topologies)" \
-		SRNIC_TEST_MATRIX=check SRNIC_RDMA_CORE_RXE=0 \
+		SRNIC_TEST_MATRIX=platform SRNIC_RDMA_CORE_RXE=0 \
 		$make --no-print-directory vm-test PLATFORM="$p" \
 		VM_SUITES="$($make -s --no-print-directory print-platform-suites)" || status=1
 	stage "$p: packages" $make --no-print-directory package-test PLATFORM="$p" || status=1

@@ -11,18 +11,39 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "check_topologies(*ids): the topologies this test runs "
         "on in make check (tests/topology.py's CHECK_TOPOLOGIES)")
+    config.addinivalue_line(
+        "markers", "check_subset(*ids, **values): the parameters this test "
+        "runs with in make check (ids, or param=[values])")
+    config.addinivalue_line(
+        "markers", "platform_subset(*ids, **values): the same, on make "
+        "check's other platforms only (SRNIC_TEST_MATRIX=platform)")
     if not os.environ.get("SRNIC_VM"):
         raise pytest.UsageError(
             "srnic's tests/ suites run inside the VM: use `make vm-test` "
             "or scripts/run-vm-suites.sh tests/test_NAME.py")
 
 
+def in_subset(item, marker):
+    """Whether item's parameters are among a check_subset or
+    platform_subset marker's: its id one of the marker's args, or each
+    param the marker names valued as one of the marker's values."""
+    callspec = getattr(item, "callspec", None)
+    if marker is None or callspec is None:
+        return True
+    if marker.args and callspec.id not in marker.args:
+        return False
+    return all(callspec.params.get(k) in v for k, v in marker.kwargs.items())
+
+
 def pytest_collection_modifyitems(config, items):
-    """SRNIC_TEST_MATRIX=check (make check): each topology-parametrised test
-    on its suite's or its own check topologies only (tests/topology.py)."""
+    """SRNIC_TEST_MATRIX=check (make check's primary) or platform (its other
+    platforms): each topology-parametrised test on its suite's or its own
+    check topologies only (tests/topology.py), and a test marked
+    check_subset (both) or platform_subset (platform) with those parameters
+    only."""
     import topology
 
-    if topology.MATRIX != "check":
+    if topology.MATRIX == "full":
         return
     keep, drop = [], []
     for item in items:
@@ -33,7 +54,12 @@ def pytest_collection_modifyitems(config, items):
             item.module, "CHECK_TOPOLOGIES", topology.CHECK_TOPOLOGIES)
         for t in wanted:
             assert t in topology.TOPOLOGIES, f"{item.nodeid}: no topology {t}"
-        (drop if topo and topo not in wanted else keep).append(item)
+        ok = not topo or topo in wanted
+        ok = ok and in_subset(item, item.get_closest_marker("check_subset"))
+        if topology.MATRIX == "platform":
+            ok = ok and in_subset(item,
+                                  item.get_closest_marker("platform_subset"))
+        (keep if ok else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -51,6 +51,8 @@ def test_the_session_runs_over_iser(iser):
     assert portal in out, out
 
 
+# make check's other platforms: the mixed line, reads and writes verified.
+@pytest.mark.platform_subset(rw=["randrw"])
 @pytest.mark.parametrize("bs,rw", [("4k", "randwrite"), ("64k", "write"),
                                    ("512k", "randrw")])
 def test_fio_crc32c_verify(iser, bs, rw):

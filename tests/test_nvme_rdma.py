@@ -69,6 +69,8 @@ def test_the_controller_is_an_rdma_one_on_srnic(nvme):
     assert size == NS_MIB << 20
 
 
+# make check's other platforms: the mixed line, reads and writes verified.
+@pytest.mark.platform_subset(rw=["randrw"])
 @pytest.mark.parametrize("bs,rw", [("4k", "randwrite"), ("64k", "write"),
                                    ("128k", "randrw"), ("1m", "write")])
 def test_fio_crc32c_verify(nvme, bs, rw):

@@ -68,6 +68,9 @@ def test_rc_pingpong_between_two_kernels(peer, topologies, server, size,
     assert f"{iters} iters" in out, out
 
 
+# make check: a bandwidth tool of each kind and a latency one (all six in
+# make check PLATFORM=NAME).
+@pytest.mark.check_subset(tool=["ib_write_bw", "ib_read_bw", "ib_send_lat"])
 @pytest.mark.parametrize("tool", TOOLS)
 def test_perftest_between_two_kernels(peer, topologies, tool, tmp_path):
     size = 65536 if tool.endswith("_bw") else 8

@@ -52,6 +52,8 @@ def test_the_lun_is_reached_through_ib_srp(srp):
     assert ports, "no SRP remote port"
 
 
+# make check's other platforms: the mixed line, reads and writes verified.
+@pytest.mark.platform_subset(rw=["randrw"])
 @pytest.mark.parametrize("bs,rw", [("4k", "randwrite"), ("64k", "write"),
                                    ("512k", "randrw")])
 def test_fio_crc32c_verify(srp, bs, rw):
