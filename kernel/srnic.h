@@ -284,7 +284,7 @@ struct srnic_fault {
  * @mw_table: MW index (rkey >> 8) -> struct srnic_mw, read under RCU
  * @mw_next: next index xa_alloc_cyclic() tries, under @mw_table's lock
  * @mw_laps: times the cyclic allocation wrapped, under @mw_table's lock
- * @debugfs: the device's debugfs directory (test hooks)
+ * @debugfs: the device's debugfs directory (the fault injector's files)
  * @cq_ids: allocator of CQ numbers
  * @srq_ids: allocator of SRQ numbers
  * @qps: QPN -> struct srnic_qp; entries are looked up under RCU
@@ -1273,7 +1273,7 @@ int srnic_advise_mr(struct ib_pd *ibpd,
 int srnic_odp_wq_init(void);
 void srnic_odp_wq_exit(void);
 
-/* srnic_debugfs.c: test hooks */
+/* srnic_debugfs.c: the per-device debugfs directory */
 void srnic_debugfs_init(void);
 void srnic_debugfs_exit(void);
 void srnic_debugfs_add_dev(struct srnic_dev *sdev);

@@ -822,6 +822,7 @@ struct srnic_mr *srnic_mr_lookup(struct srnic_dev *sdev, u32 key,
 	return srnic_mr_lookup_range(sdev, key, kind, pd, required_access,
 				     true, iova, length);
 }
+EXPORT_SYMBOL_GPL(srnic_mr_lookup);
 
 /**
  * srnic_mr_lookup_whole() - srnic_mr_lookup() of a key for all of its MR
@@ -872,6 +873,7 @@ void srnic_mr_put(struct srnic_mr *mr)
 	if (refcount_dec_and_test(&mr->users))
 		complete(&mr->released);
 }
+EXPORT_SYMBOL_GPL(srnic_mr_put);
 
 /**
  * srnic_mr_iova_to_page() - the page holding one address of an MR
@@ -997,6 +999,7 @@ int srnic_mr_copy_to(struct srnic_mr *mr, u64 iova, const void *src, u64 len)
 {
 	return srnic_mr_xfer(mr, iova, (void *)src, len, true);
 }
+EXPORT_SYMBOL_GPL(srnic_mr_copy_to);
 
 /**
  * srnic_mr_copy_from() - copy from an MR into a kernel buffer
@@ -1011,6 +1014,7 @@ int srnic_mr_copy_from(struct srnic_mr *mr, u64 iova, void *dst, u64 len)
 {
 	return srnic_mr_xfer(mr, iova, dst, len, false);
 }
+EXPORT_SYMBOL_GPL(srnic_mr_copy_from);
 
 /* Bytes of srnic_mr_copy_bounced()'s stack buffer. */
 #define SRNIC_MR_BOUNCE_SIZE 256
@@ -1039,6 +1043,7 @@ static int srnic_mr_copy_bounced(struct srnic_mr *dst, u64 dst_iova,
 	}
 	return 0;
 }
+EXPORT_SYMBOL_GPL(srnic_mr_copy);
 
 /**
  * srnic_mr_copy() - copy between two MRs, page to page (local delivery)

@@ -179,7 +179,7 @@ u32 srnic_payload_crc32(u32 crc, const void *data, size_t len)
 }
 
 /**
- * srnic_payload_crc32_named() - a CRC-32 by one named routine (test hook)
+ * srnic_payload_crc32_named() - a CRC-32 by one named routine (for srnic_test.ko)
  * @name: "crc32_le", "fold", "crypto", or "" for the routine in use
  * @crc: the running CRC in, the new one out
  * @data: the bytes
@@ -204,6 +204,7 @@ int srnic_payload_crc32_named(const char *name, u32 *crc, const void *data,
 	*crc = srnic_crc32_by(routine, srnic_crc_tfm, *crc, data, len);
 	return 0;
 }
+EXPORT_SYMBOL_GPL(srnic_payload_crc32_named);
 
 #define SRNIC_CRC_BENCH_ROUNDS 16
 

@@ -39,17 +39,12 @@
  * the message it continues, is an invalid request.
  */
 
-#include <linux/delay.h>
 #include <linux/highmem.h>
 #include <linux/module.h>
 
 #include "srnic.h"
+#include "srnic_trace.h"
 #include "srnic_wire.h"
-
-static unsigned int fatal_nak_test_delay_ms;
-module_param(fatal_nak_test_delay_ms, uint, 0644);
-MODULE_PARM_DESC(fatal_nak_test_delay_ms,
-		 "Tests only: the responder pauses this long (at most 1000) after each NAK of a fatal error, before going on (0: off)");
 
 /* AETH credit count meaning "no end-to-end flow control". */
 #define SRNIC_AETH_CREDITS_UNLIMITED 0x1f
@@ -114,6 +109,7 @@ static void srnic_resp_nak(struct srnic_qp *qp, u32 psn, u8 type, u8 value)
 		    value == SRNIC_NAK_PSN_SEQUENCE_ERROR ?
 		    SRNIC_CNT_TX_NAK_SEQ : SRNIC_CNT_TX_NAK_OTHER);
 	srnic_resp_send_aeth(qp, psn, srnic_aeth(type, value, qp->resp.msn));
+	trace_srnic_nak_send(&qp->ibqp, psn, type, value);
 }
 
 /*
@@ -220,15 +216,13 @@ static bool srnic_resp_to_error(struct srnic_qp *qp,
 				enum ib_wc_status recv_status, bool nak,
 				u32 psn, u8 value)
 {
-	unsigned int delay_ms;
-	bool reset;
-
 	struct srnic_srq *xsrq = NULL;
 	struct srnic_cq *cq = NULL;
 	struct srnic_cqe cqe = {
 		.status = recv_status,
 		.opcode = IB_WC_RECV,
 	};
+	bool reset;
 
 	if (qp->resp.have_rwqe && recv_status != IB_WC_SUCCESS)
 		cq = srnic_resp_rwqe_done(qp, &cqe, &xsrq);
@@ -240,17 +234,8 @@ static bool srnic_resp_to_error(struct srnic_qp *qp,
 			srnic_cq_post(cq, &cqe, false);
 		srnic_qp_to_error_locked(qp);
 	}
-	if (!reset && nak) {
+	if (!reset && nak)
 		srnic_resp_nak(qp, psn, SRNIC_AETH_NAK, value);
-		/*
-		 * A test hook: widens the window in which the requester acts
-		 * on the NAK, so tests/test_rc_traffic.py can check that
-		 * nothing of the error state was left for after it.
-		 */
-		delay_ms = READ_ONCE(fatal_nak_test_delay_ms);
-		if (unlikely(delay_ms))
-			msleep(min(delay_ms, 1000U));
-	}
 	mutex_unlock(&qp->state_lock);
 	if (xsrq)
 		srnic_srq_put(xsrq);

@@ -155,7 +155,7 @@ module() {
 		--exclude 'modules.order' --exclude 'Module.symvers' \
 		"$REPO/Kbuild" "$REPO/kernel" "$MODULE_BUILD/" 2>/dev/null ||
 		{ cp "$REPO/Kbuild" "$MODULE_BUILD/" && cp -r "$REPO/kernel" "$MODULE_BUILD/"; }
-	make -C "$dir/src" M="$MODULE_BUILD" KCFLAGS=-g modules >&2 ||
+	make -C "$dir/src" M="$MODULE_BUILD" SRNIC_TEST_MODULE=y KCFLAGS=-g modules >&2 ||
 		die "srnic.ko does not build against the debug kernel"
 	echo "$MODULE_BUILD/srnic.ko"
 }

@@ -280,7 +280,7 @@ vm_build_initramfs() {
 }
 
 # vm_module_indexes OUT KVER ROOT KO [COPY]: stage a module tree for the guest in which KO is
-# installed as updates/<name>.ko, and run depmod on it here on the host: depmod -a inside the
+# installed as updates/<name>.ko (with srnic_test.ko if built beside it), and run depmod on it here on the host: depmod -a inside the
 # guest reads every module over 9p and takes ~30 s under TCG, on the host under a second. OUT
 # receives lib/modules/KVER/{modules.*, updates/<name>.ko}: the guest copies that over its own
 # /lib/modules/KVER. The symlinks pointing into ROOT's tree are removed afterwards. With COPY=1
@@ -306,8 +306,11 @@ vm_module_indexes() {
 		done
 	fi
 	if [ -n "$ko" ]; then
-		rm -f "$dst/updates/$(basename "$ko")"*
+		rm -f "$dst/updates/$(basename "$ko")"* "$dst/updates/srnic_test.ko"*
 		cp "$ko" "$dst/updates/$(basename "$ko")"
+		# The suites' hooks (kernel/test/srnic_test.c), built beside it: modprobe srnic_test.
+		[ ! -f "$(dirname "$ko")/srnic_test.ko" ] ||
+			cp "$(dirname "$ko")/srnic_test.ko" "$dst/updates/srnic_test.ko"
 	fi
 	depmod -b "$out" "$kver" || vm_die "depmod of the guest's module tree failed"
 	find "$out" -type l -delete

@@ -63,6 +63,20 @@ def module_param(name, value, module="srnic"):
             f.write(saved)
 
 
+@contextlib.contextmanager
+def srnic_test_module():
+    """srnic_test.ko, the suites' hooks into srnic.ko (kernel/test/
+    srnic_test.c; vm-run installs it beside srnic.ko, nothing else does),
+    loaded for the with block: /sys/kernel/debug/srnic_test/<device>/mr_test
+    and the module parameter fatal_nak_delay_ms. Unloaded after, so that
+    srnic.ko can be removed."""
+    run("modprobe", "srnic_test")
+    try:
+        yield
+    finally:
+        run("rmmod", "srnic_test")
+
+
 def module_loaded(name="srnic"):
     return os.path.isdir(f"/sys/module/{name}")
 

@@ -40,6 +40,27 @@ def test_link_type_autoloads_module():
         pair.close()
 
 
+def readme_module_parameters():
+    """README's table of module parameters: {name: default}."""
+    with open(os.path.join(os.environ["SRNIC_REPO"], "README.md")) as f:
+        text = f.read()
+    section = text.split("### Module parameters", 1)[1].split("\n#", 1)[0]
+    return dict(re.findall(r"^\| `(\w+)` \| (\S+) \|", section, re.M))
+
+
+def test_module_parameters_documented(srnic):
+    """Every parameter of srnic.ko is in README's table, with the default
+    a freshly loaded module shows, and the table names no other."""
+    documented = readme_module_parameters()
+    params = "/sys/module/srnic/parameters"
+    actual = {}
+    for name in os.listdir(params):
+        with open(os.path.join(params, name)) as f:
+            actual[name] = f.read().strip()
+    assert sorted(actual) == sorted(documented)
+    assert actual == documented
+
+
 def test_device_shown_by_tools(srnic, veth):
     link_add("srnic0", veth.a)
 

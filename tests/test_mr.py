@@ -15,7 +15,7 @@ import zlib
 
 import pytest
 
-from harness import link_add, run, wait_for
+from harness import link_add, run, srnic_test_module, wait_for
 
 pyverbs_device = pytest.importorskip("pyverbs.device")
 from pyverbs.mem_alloc import free, posix_memalign  # noqa: E402
@@ -259,19 +259,18 @@ def test_device_limits(dev):
 # ---- The lookup and copy API of the data path, through the test hook ----
 #
 # srnic_mr_lookup() and the copy helpers have no user before QPs exist;
-# debugfs srnic/link<N>/mr_test (module parameter mr_test_hooks) drives them
-# against MRs this process registers. See kernel/srnic_debugfs.c.
+# debugfs srnic_test/<device>/mr_test, of the test-only module srnic_test.ko
+# (kernel/test/srnic_test.c), drives them against MRs this process
+# registers.
 
 IB_LOCAL_WRITE, IB_REMOTE_WRITE, IB_REMOTE_READ = 1, 2, 4
-HOOKS_PARAM = "/sys/module/srnic/parameters/mr_test_hooks"
 
 
 class Hook:
     def __init__(self, dev):
         if not os.path.ismount("/sys/kernel/debug"):
             run("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
-        link = os.path.basename(os.readlink(f"/sys/class/infiniband/{dev}/device"))
-        self.path = f"/sys/kernel/debug/srnic/{link}/mr_test"
+        self.path = f"/sys/kernel/debug/srnic_test/{dev}/mr_test"
 
     def __call__(self, text):
         """Run one command; return 0 or the errno it failed with."""
@@ -291,11 +290,8 @@ class Hook:
 
 @pytest.fixture
 def hook(dev):
-    with open(HOOKS_PARAM, "w") as f:
-        f.write("Y")
-    yield Hook(dev)
-    with open(HOOKS_PARAM, "w") as f:
-        f.write("N")
+    with srnic_test_module():
+        yield Hook(dev)
 
 
 def pdn_of(dev, mr):
@@ -306,14 +302,21 @@ def pattern(seed, length):
     return bytes((seed + i + (i >> 12)) & 0xff for i in range(length))
 
 
-def test_hook_needs_module_parameter(dev, pd):
-    mr = MR(pd, PAGE, LW)
-    try:
-        cmd = Hook(dev)
-        assert cmd(f"lookup l {mr.lkey:x} {pdn_of(dev, mr)} 0 {mr.buf:x} 1") \
-            == errno.EPERM
-    finally:
-        mr.close()
+def test_product_module_has_no_test_hooks(dev):
+    """srnic.ko itself offers no test hook: no mr_test file in its debugfs
+    directory, no test parameter; they come with srnic_test.ko only, whose
+    directory appears and goes with it."""
+    if not os.path.ismount("/sys/kernel/debug"):
+        run("mount", "-t", "debugfs", "none", "/sys/kernel/debug")
+    link = os.path.basename(os.readlink(f"/sys/class/infiniband/{dev}/device"))
+    assert os.path.isdir(f"/sys/kernel/debug/srnic/{link}")
+    assert not os.path.exists(f"/sys/kernel/debug/srnic/{link}/mr_test")
+    params = os.listdir("/sys/module/srnic/parameters")
+    assert not [p for p in params if "test" in p or "hook" in p], params
+    assert not os.path.exists(Hook(dev).path)
+    with srnic_test_module():
+        assert os.path.exists(Hook(dev).path)
+    assert not os.path.exists(Hook(dev).path)
 
 
 def test_lookup_checks_key_pd_access_bounds(dev, pd, hook):

@@ -7,6 +7,7 @@ QP state transitions with traffic.
 
 Run against rxe to validate the suite: SRNIC_TEST_DEVICE_KIND=rxe.
 """
+import contextlib
 import dataclasses
 import errno
 import os
@@ -24,7 +25,8 @@ from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402
                       close_all, recv_wr, send_wr, sge, status_name,
                       wc_text)
 import roce_packets as rp  # noqa: E402
-from harness import link_counters, module_param, run, wait_for  # noqa: E402
+from harness import (link_counters, module_param, run,  # noqa: E402
+                     srnic_test_module, wait_for)
 from topology import link_local_end  # noqa: E402
 from topology import TOPOLOGIES, topology  # noqa: E402,F401 (fixture)
 
@@ -520,15 +522,6 @@ def test_remote_access_error(rc, case):
     assert target.read(size, 0) == guard
 
 
-# The responder's pause after a fatal NAK (module parameter, tests only).
-NAK_DELAY_PARAM = "/sys/module/srnic/parameters/fatal_nak_test_delay_ms"
-
-
-def set_nak_delay(ms):
-    with open(NAK_DELAY_PARAM, "w") as f:
-        f.write(str(ms))
-
-
 @pytest.mark.parametrize("nak_delay_ms", [0, 300])
 def test_responder_in_error_before_its_nak(topology, nak_delay_ms):
     """A responder that NAKs a fatal error is in the error state, and its
@@ -544,8 +537,9 @@ def test_responder_in_error_before_its_nak(topology, nak_delay_ms):
 
     Without help the old order's window was a few microseconds, which
     300 rounds did not hit: with nak_delay_ms the responder pauses that
-    long after each fatal NAK (fatal_nak_test_delay_ms), which made the
-    old order fail every round. (Local delivery, one-device and
+    long after each fatal NAK (srnic_test.ko's fatal_nak_delay_ms, a probe
+    on the srnic_nak_send tracepoint), which made the old order fail every
+    round. (Local delivery, one-device and
     veth-one-netns, sends no NAK: the responder is in the error state
     before the requester completes.)"""
     if topology.b.kind != "srnic":
@@ -555,8 +549,12 @@ def test_responder_in_error_before_its_nak(topology, nak_delay_ms):
         pytest.skip("local delivery sends no NAK")
     p = RCPair(topology)
     p.connect()
-    set_nak_delay(nak_delay_ms)
+    hooks = contextlib.ExitStack()
     try:
+        if nak_delay_ms:
+            hooks.enter_context(srnic_test_module())
+            hooks.enter_context(module_param("fatal_nak_delay_ms",
+                                             nak_delay_ms, "srnic_test"))
         a, b = p.a, p.b
         target, local = b.mr(256), a.mr(256)
         for rnd in range(4 if nak_delay_ms else 30):
@@ -586,7 +584,48 @@ def test_responder_in_error_before_its_nak(topology, nak_delay_ms):
                 p.move(side, RESET)
             p.connect()
     finally:
-        set_nak_delay(0)
+        hooks.close()
+        p.close()
+
+
+TRACEFS = "/sys/kernel/tracing"
+
+
+def test_nak_tracepoint(topology):
+    """srnic's responder fires the srnic_nak_send tracepoint for a NAK
+    (kernel/srnic_trace.h): a WRITE with a bad R_Key shows in the trace
+    buffer with b's device, QP number, PSN and NAK code 2 (remote access
+    error)."""
+    if topology.b.kind != "srnic":
+        pytest.skip("tests srnic's responder")
+    if topology.same_device or topology.a.netns == topology.b.netns:
+        pytest.skip("local delivery sends no NAK")
+    if not os.path.isdir(f"{TRACEFS}/events"):
+        run("mount", "-t", "tracefs", "nodev", TRACEFS)
+    event = f"{TRACEFS}/events/srnic/srnic_nak_send/enable"
+    p = RCPair(topology)
+    p.connect()
+    try:
+        with open(f"{TRACEFS}/trace", "w") as f:
+            f.write("")
+        with open(event, "w") as f:
+            f.write("1")
+        a, b = p.a, p.b
+        target, local = b.mr(256), a.mr(256)
+        wr = send_wr(7, e.IBV_WR_RDMA_WRITE, [sge(local)],
+                     remote=(target, 0))
+        wr.set_wr_rdma(target.rkey ^ 0x5a5a00, target.buf)
+        a.qp.post_send(wr)
+        wc = a.poll()[0]
+        assert wc.status == e.IBV_WC_REM_ACCESS_ERR, wc_text(wc)
+        with open(f"{TRACEFS}/trace") as f:
+            lines = [ln for ln in f if "srnic_nak_send:" in ln]
+        want = f"{b.end.name} qpn={b.qp.qp_num} psn="
+        assert any(want in ln and ln.rstrip().endswith(" nak 2")
+                   for ln in lines), lines
+    finally:
+        with open(event, "w") as f:
+            f.write("0")
         p.close()
 
 
