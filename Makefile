@@ -60,6 +60,8 @@ MODULE_DIR = $(DESTDIR)/lib/modules/$(KVER)/updates
 # The provider's file name carries libibverbs' private ABI, which CMake reads.
 PROVIDER_LIB = $(firstword $(wildcard $(PROVIDER_BUILD)/libsrnic-rdmav*.so))
 CHECKPATCH := $(BUILD)/checkpatch/checkpatch.pl
+# The kernel's own kernel-doc (Debian's linux-kbuild package, which the headers bring).
+KERNEL_DOC ?= $(firstword $(wildcard /usr/lib/linux-kbuild-*/scripts/kernel-doc))
 # tests/test_packages.py runs under scripts/package-test.sh (make package-test), which
 # installs the packages first.
 VM_SUITES := $(sort $(filter-out tests/test_packages.py,$(wildcard tests/test_*.py)))
@@ -193,6 +195,9 @@ checkpatch: $(CHECKPATCH)
 	# TRACE_EVENT()'s macro layout trips --strict's parenthesis checks, in the kernel's own
 	# include/trace/events/ as here: the trace header gets checkpatch's default checks.
 	$(CHECKPATCH) --no-tree --quiet -f kernel/srnic_trace.h
+	# Every struct member and function documented in kernel-doc form is documented whole.
+	out=$$(perl $(KERNEL_DOC) -none kernel/*.c kernel/*.h kernel/test/*.c 2>&1); \
+		[ -z "$$out" ] || { echo "$$out"; echo "kernel-doc: fix the comments above"; exit 1; }
 	$(CHECKPATCH) --no-tree --quiet --ignore CAMELCASE -f kernel/uapi/rdma/srnic-abi.h
 
 $(FUZZ_WIRE): $(FUZZ_WIRE_DEPS) Makefile

@@ -294,7 +294,21 @@ struct srnic_fault {
  * @counters: enum srnic_counter, updated from any context
  * @engines: the device's NIC engines
  * @num_engines: how many
+ * @ah_table: AH number -> struct srnic_ah, for UD WQEs, under its own lock
+ * @ah_next: next AH number xa_alloc_cyclic() tries
  * @fault: packet fault injection (debugfs)
+ * @direct_lock: guards @direct_windows, @direct_dead, @direct_loan_ids and
+ *		 the QPs' and CQs' direct_* counts (srnic_direct.c)
+ * @direct_mutex: serialises the ending of direct loans
+ * @direct_loan_ids: the last direct loan id handed out, under @direct_lock
+ * @direct_windows: the device's granted direct windows and loans
+ * @direct_dead: revoked windows waiting for @direct_reap
+ * @direct_reap: frees @direct_dead outside the revoker's locks
+ * @mcast_list: struct srnic_mcast, one per QP attached to a multicast group
+ * @mcast_lock: with RTNL, guards changes of @mcast_list
+ * @max_dm_size: device memory budget (module parameter max_dm_kib at
+ *		 creation), bytes
+ * @dm_used: device memory allocated, bytes, charged against @max_dm_size
  */
 struct srnic_dev {
 	struct ib_device ibdev;
@@ -529,6 +543,8 @@ struct srnic_dm {
  * @overrun: an overrun happened; no more CQEs are written
  * @poll_lock: serialises kernel consumers (poll_cq, req_notify_cq)
  * @cqn: CQ number, reported to the provider
+ * @direct_users: QPs and XRC SRQs whose direct path completes into the CQ,
+ *		  under the device's direct_lock
  *
  * For kernel CQs the ring's control record is kernel memory only, and
  * poll_cq/req_notify_cq play the provider's part of the protocol on it.
@@ -925,6 +941,14 @@ struct srnic_path {
  *		responder state before anything else, whatever state the QP
  *		is in by then (it may be back in RTS: see srnic_qp_run()); a
  *		UD QP keeps none beyond its queued packets, purged at RESET
+ * @direct_windows: direct windows the QP posts through, under the
+ *		    device's direct_lock
+ * @direct_loaned: the QP's RQ and receive CQ are lent to a direct poster,
+ *		   under the device's direct_lock
+ * @owner_cred: user QPs: the creating process's credentials
+ * @owner_mm: user QPs: its mm (mmgrab()), for the direct path's access
+ *	      check
+ * @owner_tgid: user QPs: that process
  */
 struct srnic_qp {
 	struct ib_qp ibqp;

@@ -222,8 +222,14 @@ u32 srnic_opcode_hdr_len(u32 flags);
  * @psn: packet sequence number
  * @hdr_len: bytes from BTH to payload
  * @payload_len: payload bytes, pad excluded
- * @reth, @aeth, @atmeth, @atmack, @immdt, @ieth, @deth, @xrceth: offsets of
- *	the extension headers from the BTH, 0 when absent
+ * @reth: offset of the RETH from the BTH, 0 when absent (so the others)
+ * @aeth: offset of the AETH
+ * @atmeth: offset of the AtomicETH
+ * @atmack: offset of the AtomicAckETH
+ * @immdt: offset of the ImmDt
+ * @ieth: offset of the IETH
+ * @deth: offset of the DETH
+ * @xrceth: offset of the XRCETH
  */
 struct srnic_pkt {
 	u8 opcode;
