@@ -195,6 +195,8 @@ checkpatch: $(CHECKPATCH)
 	# TRACE_EVENT()'s macro layout trips --strict's parenthesis checks, in the kernel's own
 	# include/trace/events/ as here: the trace header gets checkpatch's default checks.
 	$(CHECKPATCH) --no-tree --quiet -f kernel/srnic_trace.h
+	# Each function srnic.h declares stands under the heading of the file that defines it.
+	scripts/kernel-header-check.py kernel/srnic.h
 	# Every struct member and function documented in kernel-doc form is documented whole.
 	out=$$(perl $(KERNEL_DOC) -none kernel/*.c kernel/*.h kernel/test/*.c 2>&1); \
 		[ -z "$$out" ] || { echo "$$out"; echo "kernel-doc: fix the comments above"; exit 1; }

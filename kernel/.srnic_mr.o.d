@@ -775,7 +775,7 @@ srnic_mr.o: /work/main/kernel/srnic_mr.c \
  /usr/src/linux-headers-6.1.0-57-common/include/uapi/rdma/ib_user_ioctl_verbs.h \
  /usr/src/linux-headers-6.1.0-57-common/include/uapi/rdma/ib_user_verbs.h \
  /usr/src/linux-headers-6.1.0-57-common/include/rdma/ib_umem_odp.h \
- /work/main/kernel/srnic.h \
+ /work/main/kernel/srnic.h /work/main/kernel/srnic_objects.h \
  /usr/src/linux-headers-6.1.0-57-common/include/net/dst_cache.h \
  /usr/src/linux-headers-6.1.0-57-common/include/net/ip6_fib.h \
  /usr/src/linux-headers-6.1.0-57-common/include/linux/ipv6_route.h \
@@ -806,4 +806,4 @@ srnic_mr.o: /work/main/kernel/srnic_mr.c \
  /usr/src/linux-headers-6.1.0-57-common/include/net/addrconf.h \
  /usr/src/linux-headers-6.1.0-57-common/include/net/nexthop.h \
  /usr/src/linux-headers-6.1.0-57-common/include/net/udp.h \
- /work/main/kernel/uapi/rdma/srnic-abi.h
+ /work/main/kernel/uapi/rdma/srnic-abi.h /work/main/kernel/srnic_limits.h

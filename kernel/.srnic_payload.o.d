@@ -424,7 +424,7 @@ srnic_payload.o: /work/main/kernel/srnic_payload.c \
  /usr/src/linux-headers-6.1.0-57-common/arch/x86/include/asm/module.h \
  /usr/src/linux-headers-6.1.0-57-common/include/asm-generic/module.h \
  /usr/src/linux-headers-6.1.0-57-common/arch/x86/include/asm/orc_types.h \
- /work/main/kernel/srnic.h \
+ /work/main/kernel/srnic.h /work/main/kernel/srnic_objects.h \
  /usr/src/linux-headers-6.1.0-57-common/include/linux/device.h \
  /usr/src/linux-headers-6.1.0-57-common/include/linux/dev_printk.h \
  /usr/src/linux-headers-6.1.0-57-common/include/linux/ratelimit.h \
@@ -808,4 +808,4 @@ srnic_payload.o: /work/main/kernel/srnic_payload.c \
  /usr/src/linux-headers-6.1.0-57-common/include/net/udp.h \
  /usr/src/linux-headers-6.1.0-57-common/include/rdma/ib_umem.h \
  /usr/src/linux-headers-6.1.0-57-common/include/rdma/ib_umem_odp.h \
- /work/main/kernel/uapi/rdma/srnic-abi.h
+ /work/main/kernel/uapi/rdma/srnic-abi.h /work/main/kernel/srnic_limits.h

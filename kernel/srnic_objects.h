@@ -1,0 +1,1017 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * srnic: the objects shared by the module's files (included by srnic.h).
+ * Every srnic object embeds its ib_core object first and has a
+ * to_srnic_*() converter.
+ */
+#ifndef SRNIC_OBJECTS_H
+#define SRNIC_OBJECTS_H
+
+#include <linux/completion.h>
+#include <linux/device.h>
+#include <linux/idr.h>
+#include <linux/in6.h>
+#include <linux/list.h>
+#include <linux/llist.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <linux/prandom.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <net/dst_cache.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "srnic_compat.h"
+#include "uapi/rdma/srnic-abi.h"
+#include "srnic_limits.h"
+
+/**
+ * struct srnic_port - the device's single RoCEv2 port
+ * @state: IB_PORT_ACTIVE or IB_PORT_DOWN, following the netdev's
+ *	   admin state and carrier
+ * @active_mtu: path MTU the netdev's MTU leaves room for
+ *
+ * Written from the netdev notifier (under RTNL) and read by query_port,
+ * hence the READ_ONCE/WRITE_ONCE accessors.
+ */
+struct srnic_port {
+	enum ib_port_state state;
+	enum ib_mtu active_mtu;
+};
+
+/* Per-device packet counters (srnic_counters.c names them). */
+enum srnic_counter {
+	SRNIC_CNT_RX_PACKETS,		/* valid packets received */
+	SRNIC_CNT_RX_DROP_BAD_IP,	/* IPv4 options, not UDP over IPv6 */
+	SRNIC_CNT_RX_DROP_TOO_SHORT,	/* truncated UDP or headers */
+	SRNIC_CNT_RX_DROP_BAD_TVER,	/* BTH transport version not 0 */
+	SRNIC_CNT_RX_DROP_BAD_OPCODE,	/* opcode srnic does not accept */
+	SRNIC_CNT_RX_DROP_BAD_PAD,	/* pad count impossible here */
+	SRNIC_CNT_RX_DROP_BAD_PAYLOAD,	/* payload on an opcode without */
+	SRNIC_CNT_RX_DROP_BAD_PKEY,	/* P_Key not the default */
+	SRNIC_CNT_RX_DROP_BAD_ICRC,	/* invariant CRC mismatch */
+	SRNIC_CNT_RX_DROP_NO_QP,	/* destination QP does not exist */
+	SRNIC_CNT_RX_DROP_BAD_QP,	/* QP type, state or peer address */
+	SRNIC_CNT_RX_DROP_QUEUE_FULL,	/* the QP's receive backlog is full */
+	SRNIC_CNT_RX_DROP_UNEXPECTED,	/* stale or bogus response, dropped */
+	SRNIC_CNT_RX_DUPLICATE,		/* duplicate requests answered */
+	SRNIC_CNT_RX_OUT_OF_SEQUENCE,	/* requests ahead of the expected PSN */
+	SRNIC_CNT_RX_DROP_STALE,	/* work dropped for a READ retry */
+	SRNIC_CNT_TX_PACKETS,		/* packets handed to the IP layer */
+	SRNIC_CNT_TX_ERRORS,		/* packets the IP layer refused */
+	SRNIC_CNT_TX_NAK_SEQ,		/* PSN sequence error NAKs sent */
+	SRNIC_CNT_TX_NAK_RNR,		/* RNR NAKs sent */
+	SRNIC_CNT_TX_NAK_OTHER,		/* invalid request/access/op NAKs */
+	SRNIC_CNT_RETRANSMITS,		/* requests sent again (go-back-N) */
+	SRNIC_CNT_TIMEOUTS,		/* local ACK timeouts */
+	SRNIC_CNT_RNR_NAKS_RECEIVED,	/* RNR NAKs the requester received */
+	SRNIC_CNT_RX_DROP_BAD_QKEY,	/* UD: Q_Key not the QP's */
+	SRNIC_CNT_RX_DROP_NO_RECV_WQE,	/* UD, UC: no receive WQE posted */
+	SRNIC_CNT_RX_DROP_UC,		/* UC: packets of messages dropped */
+	SRNIC_CNT_DIRECT_WINDOWS,	/* direct windows granted */
+	SRNIC_CNT_DIRECT_LOANS,		/* direct loans granted */
+	SRNIC_CNT_TX_BATCHES,		/* UDP GSO skbs of several packets */
+	SRNIC_NUM_COUNTERS,
+};
+
+/* The most engine threads one device runs (one per online CPU). */
+#define SRNIC_MAX_ENGINES 64
+
+/**
+ * struct srnic_engine - one NIC engine thread (srnic_engine.c)
+ * @thread: the kthread
+ * @runnable: tasks with work, queued once each (SRNIC_TASK_QUEUED)
+ * @control: attach/detach requests for the thread to carry out
+ * @polled: tasks whose rings the thread polls; only the thread uses it
+ * @window_ns: how long the thread polls after work before it sleeps
+ *	       (adaptive); only the thread uses it
+ */
+struct srnic_engine {
+	struct task_struct *thread;
+	struct llist_head runnable;
+	struct llist_head control;
+	struct list_head polled;
+	u64 window_ns;
+};
+
+struct srnic_engine_task;
+
+/**
+ * struct srnic_engine_task_ops - what an engine does with a task
+ * @run: do a budget of work; return true if work remains. Never runs
+ *	 concurrently with itself.
+ * @has_work: while the engine polls: is new work visible (e.g. a ring's
+ *	      producer index moved)? Optional.
+ * @prepare_sleep: the engine is about to sleep: ask producers for
+ *		   doorbells (set need-wakeup, full barrier) and return true
+ *		   if work arrived meanwhile. Optional.
+ * @woken: the engine woke up and polls again: doorbells may stop.
+ *	   Optional.
+ */
+struct srnic_engine_task_ops {
+	bool (*run)(struct srnic_engine_task *task);
+	bool (*has_work)(struct srnic_engine_task *task);
+	bool (*prepare_sleep)(struct srnic_engine_task *task);
+	void (*woken)(struct srnic_engine_task *task);
+};
+
+enum srnic_engine_task_flags {
+	SRNIC_TASK_QUEUED,	/* on the engine's runnable list */
+	SRNIC_TASK_STOPPED,	/* srnic_engine_task_stop() was called */
+};
+
+/**
+ * struct srnic_engine_task - work an engine runs: one per QP
+ * @run_node: entry in the engine's runnable list
+ * @flags: enum srnic_engine_task_flags bits
+ * @engine: the engine the task belongs to, for life
+ * @ops: callbacks
+ * @polled: entry in the engine's polled list
+ */
+struct srnic_engine_task {
+	struct llist_node run_node;
+	unsigned long flags;
+	struct srnic_engine *engine;
+	const struct srnic_engine_task_ops *ops;
+	struct list_head polled;
+};
+
+/* Fault injection (srnic_fault.c): directions and kinds. */
+enum srnic_fault_dir {
+	SRNIC_FAULT_TX,
+	SRNIC_FAULT_RX,
+	SRNIC_FAULT_NUM_DIRS,
+};
+
+enum srnic_fault_kind {
+	SRNIC_FAULT_DROP,
+	SRNIC_FAULT_CORRUPT,
+	SRNIC_FAULT_DUPLICATE,
+	SRNIC_FAULT_DELAY,
+	SRNIC_FAULT_REORDER,
+	SRNIC_FAULT_NUM_KINDS,
+};
+
+struct srnic_fault;
+
+/* One probability file in debugfs. */
+struct srnic_fault_knob {
+	struct srnic_fault *fault;
+	u32 *value;
+};
+
+/**
+ * struct srnic_fault - a device's fault injection (srnic_fault.c)
+ * @active: any probability is non-zero
+ * @stopped: the device is going away: hold nothing more
+ * @lock: protects @rnd and @seed
+ * @rnd: the pseudo-random sequence
+ * @seed: its last seed
+ * @ppm: probabilities in parts per million, by direction and kind
+ * @delay_us: hold time of delayed packets (bound for reordered ones)
+ * @injected: faults injected, by direction and kind
+ * @held: delayed and reordered packets by release time (skb->tstamp)
+ * @timer: releases @held
+ * @knobs: what the debugfs files of @ppm point to
+ */
+struct srnic_fault {
+	bool active;
+	bool stopped;
+	spinlock_t lock;	/* @rnd, @seed */
+	struct rnd_state rnd;
+	u64 seed;
+	u32 ppm[SRNIC_FAULT_NUM_DIRS][SRNIC_FAULT_NUM_KINDS];
+	u32 delay_us;
+	atomic64_t injected[SRNIC_FAULT_NUM_DIRS][SRNIC_FAULT_NUM_KINDS];
+	struct sk_buff_head held[SRNIC_FAULT_NUM_DIRS];
+	struct timer_list timer[SRNIC_FAULT_NUM_DIRS];
+	struct srnic_fault_knob knobs[SRNIC_FAULT_NUM_DIRS][SRNIC_FAULT_NUM_KINDS];
+};
+
+/**
+ * struct srnic_dev - one srnic RDMA device, bound to one netdev
+ * @ibdev: the ib_core device; freed by ib_core after dealloc_driver
+ * @ndev: the netdev this device sends and receives on (reference held
+ *	  from creation to dealloc_driver)
+ * @ndev_tracker: reference tracker for @ndev
+ * @parent: the device's sysfs parent, /sys/devices/srnic/link<N>, whose
+ *	    net/ directory links to @ndev so tools find the netdev
+ * @parent_net_dir: the net/ directory under @parent
+ * @parent_net_link: name of the link to @ndev in @parent_net_dir
+ * @list: entry in srnic_devices
+ * @port: port state
+ * @pd_ids: allocator of protection domain numbers
+ * @mr_table: MR index (key >> 8) -> struct srnic_mr, read under RCU
+ * @mr_next: next index xa_alloc_cyclic() tries, under @mr_table's lock
+ * @mr_laps: times the cyclic allocation wrapped, under @mr_table's lock
+ * @mr_key_seed: random start of the key bytes of this device
+ * @mw_table: MW index (rkey >> 8) -> struct srnic_mw, read under RCU
+ * @mw_next: next index xa_alloc_cyclic() tries, under @mw_table's lock
+ * @mw_laps: times the cyclic allocation wrapped, under @mw_table's lock
+ * @debugfs: the device's debugfs directory (the fault injector's files)
+ * @cq_ids: allocator of CQ numbers
+ * @srq_ids: allocator of SRQ numbers
+ * @qps: QPN -> struct srnic_qp; entries are looked up under RCU
+ * @next_qpn: cursor of the cyclic QPN allocation
+ * @link_index: number in the parent's name
+ * @net: namespace whose sockets the device uses (its netdev's at creation)
+ * @counters: enum srnic_counter, updated from any context
+ * @engines: the device's NIC engines
+ * @num_engines: how many
+ * @ah_table: AH number -> struct srnic_ah, for UD WQEs, under its own lock
+ * @ah_next: next AH number xa_alloc_cyclic() tries
+ * @fault: packet fault injection (debugfs)
+ * @direct_lock: guards @direct_windows, @direct_dead, @direct_loan_ids and
+ *		 the QPs' and CQs' direct_* counts (srnic_direct.c)
+ * @direct_mutex: serialises the ending of direct loans
+ * @direct_loan_ids: the last direct loan id handed out, under @direct_lock
+ * @direct_windows: the device's granted direct windows and loans
+ * @direct_dead: revoked windows waiting for @direct_reap
+ * @direct_reap: frees @direct_dead outside the revoker's locks
+ * @mcast_list: struct srnic_mcast, one per QP attached to a multicast group
+ * @mcast_lock: with RTNL, guards changes of @mcast_list
+ * @max_dm_size: device memory budget (module parameter max_dm_kib at
+ *		 creation), bytes
+ * @dm_used: device memory allocated, bytes, charged against @max_dm_size
+ */
+struct srnic_dev {
+	struct ib_device ibdev;
+	struct net_device *ndev;
+	netdevice_tracker ndev_tracker;
+	struct device *parent;
+	struct kobject *parent_net_dir;
+	char parent_net_link[IFNAMSIZ];
+	struct list_head list;
+	struct srnic_port port;
+	struct ida pd_ids;
+	struct xarray mr_table;
+	u32 mr_next;
+	u32 mr_laps;
+	u8 mr_key_seed;
+	struct xarray mw_table;
+	u32 mw_next;
+	u32 mw_laps;
+	struct dentry *debugfs;
+	struct ida cq_ids;
+	struct ida srq_ids;
+	struct xarray qps;
+	u32 next_qpn;
+	int link_index;
+	possible_net_t net;
+	atomic64_t counters[SRNIC_NUM_COUNTERS];
+	struct srnic_engine *engines;
+	unsigned int num_engines;
+	struct xarray ah_table;
+	u32 ah_next;
+	struct srnic_fault fault;
+	spinlock_t direct_lock;		/* the two lists below */
+	struct mutex direct_mutex;	/* ending loans */
+	u32 direct_loan_ids;		/* the last loan id; direct_lock */
+	struct list_head direct_windows;
+	struct list_head direct_dead;
+	struct work_struct direct_reap;
+	struct list_head mcast_list;
+	spinlock_t mcast_lock;	/* with RTNL, guards changes of mcast_list */
+	u64 max_dm_size;
+	atomic64_t dm_used;
+};
+
+/* The control record occupies the ring's whole first page. */
+#define SRNIC_QUEUE_CTRL_SIZE PAGE_SIZE
+/* Upper bound on one ring's memory (control page included). */
+#define SRNIC_QUEUE_MAX_BYTES (64UL << 20)
+
+/**
+ * struct srnic_queue - one ring shared with the provider (or kernel-only)
+ * @buf: vmalloc_user() memory: control page, then the entries
+ * @size: bytes of @buf, page aligned
+ * @ctrl: the control record at the start of @buf
+ * @entries: first entry
+ * @num_entries: power of two
+ * @entry_size: power of two
+ * @mmap_entry: for user rings, the entry that owns @buf
+ *
+ * Fields of @ctrl written by the provider are untrusted: read them once
+ * (READ_ONCE) and validate before use.
+ */
+struct srnic_queue {
+	void *buf;
+	size_t size;
+	struct srnic_queue_ctrl *ctrl;
+	void *entries;
+	u32 num_entries;
+	u32 entry_size;
+	struct rdma_user_mmap_entry *mmap_entry;
+};
+
+static inline void *srnic_queue_entry(struct srnic_queue *q, u32 index)
+{
+	return q->entries + (size_t)(index & (q->num_entries - 1)) * q->entry_size;
+}
+
+struct srnic_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct srnic_pd {
+	struct ib_pd ibpd;
+	u32 pdn;
+};
+
+/* What an MR translates and how it came to be. */
+enum srnic_mr_type {
+	SRNIC_MR_USER,		/* reg_user_mr: pinned user pages */
+	SRNIC_MR_DMA,		/* get_dma_mr: all kernel virtual memory */
+	SRNIC_MR_FAST_REG,	/* alloc_mr: page list from map_mr_sg */
+	SRNIC_MR_ODP,		/* reg_user_mr with IB_ACCESS_ON_DEMAND */
+	SRNIC_MR_DM,		/* reg_dm_mr: referenced device memory pages */
+};
+
+/* Which key of an MR a lookup presents (srnic's are equal today). */
+enum srnic_key_kind {
+	SRNIC_LKEY,
+	SRNIC_RKEY,
+};
+
+/**
+ * struct srnic_mr - a memory region
+ * @ibmr: the ib_core MR; lkey == rkey == (index << 8) | key byte
+ * @pd: the PD the MR was registered in (ib_core sets ibmr.pd only after
+ *	reg_user_mr returns, too late for lookups)
+ * @type: what @pages describes
+ * @access: IB_ACCESS_* flags granted
+ * @key: the key lookups accept, as lkey and as rkey; for a fast-reg MR
+ *	 the engine sets it from IB_WR_REG_MR (ib_update_fast_reg_key())
+ * @valid: lookups may succeed; a fast-reg MR is valid from an
+ *	   IB_WR_REG_MR to its invalidation (LOCAL_INV or a SEND with
+ *	   invalidate), published with release semantics after the fields
+ *	   it makes current
+ * @fr_lock: a fast-reg MR's: serialises REG_MR and invalidation
+ * @index: slot in the device's mr_table
+ * @iova: first address of the MR
+ * @length: bytes from @iova the MR covers
+ * @umem: pinned user memory (SRNIC_MR_USER)
+ * @pages: one struct page per PAGE_SIZE of the MR (USER, FAST_REG, DM;
+ *	   the MR holds a reference on each page of a DM MR)
+ * @num_pages: valid entries of @pages
+ * @max_pages: capacity of @pages
+ * @page_offset: offset of @iova in @pages[0]
+ * @odp: the on-demand paging umem (SRNIC_MR_ODP): the MR's own range, or
+ *	 for an implicit MR (all of the process's address space) the root
+ *	 of @odp_children; see srnic_odp.c
+ * @odp_children: an implicit MR's child umems, by user address >>
+ *	 SRNIC_ODP_CHILD_SHIFT; created on first access, freed with the MR
+ * @odp_child_lock: serialises the creation of children
+ * @users: one for the registration, one per in-flight access
+ * @released: completed when @users drops to zero; dereg_mr waits for it
+ * @rcu: the struct is freed after a grace period (lookups run under RCU)
+ * @owner_cred: credentials of the registering process (direct windows)
+ * @owner_tgid: that process (direct windows: whether it is dumpable)
+ *
+ * Everything but @users is written before the MR is published in
+ * mr_table and never changes while it is there (rereg_mr publishes a
+ * new struct under the same key instead), except for fast-reg MRs,
+ * whose page list, @key, @iova, @length, @access and @valid follow
+ * map_mr_sg and the REG_MR/LOCAL_INV work requests.
+ */
+struct srnic_mr {
+	struct ib_mr ibmr;
+	struct srnic_pd *pd;
+	enum srnic_mr_type type;
+	int access;
+	u32 key;
+	bool valid;
+	spinlock_t fr_lock;	/* REG_MR and invalidation of a fast-reg MR */
+	u32 index;
+	u64 iova;
+	u64 length;
+	struct ib_umem *umem;
+	struct page **pages;
+	unsigned long num_pages;
+	unsigned long max_pages;
+	unsigned int page_offset;
+	struct ib_umem_odp *odp;
+	struct xarray odp_children;
+	struct mutex odp_child_lock;	/* creation of @odp_children */
+	refcount_t users;
+	struct completion released;
+	struct rcu_head rcu;
+	const struct cred *owner_cred;
+	struct pid *owner_tgid;
+};
+
+/* The states of a memory window (IBTA 10.6.7). */
+enum srnic_mw_state {
+	SRNIC_MW_FREE,		/* type 2, not bound: no access */
+	SRNIC_MW_VALID,		/* bound (type 1: allocated) */
+};
+
+/**
+ * struct srnic_mw - a memory window (srnic_mw.c)
+ * @ibmw: the ib_core MW; ibmw.rkey is the key the verbs reported last
+ * @lock: guards everything below; taken in the engine and the verbs
+ * @state: enum srnic_mw_state
+ * @rkey: the key remote accesses must present: index << 8 | key byte
+ * @index: slot in the device's mw_table
+ * @mr_key: key of the MR the window is bound to; a lookup finds the MR
+ *	    by it, so a deregistered MR's window gives access to nothing
+ * @addr: first address of the window (an address of the MR)
+ * @length: bytes of the window; 0 for a type 1 MW bound to nothing
+ * @access: IB_ACCESS_REMOTE_* flags the window grants
+ * @qpn: the QP a type 2 MW was bound through: the only one it serves
+ *
+ * The MW holds no reference on its MR or QP: each access looks the MR up
+ * by @mr_key, for one access, as an MR rkey would be. ib_core frees the
+ * struct when dealloc_mw returns, so srnic_dealloc_mw() waits for the
+ * RCU readers of mw_table.
+ */
+struct srnic_mw {
+	struct ib_mw ibmw;
+	spinlock_t lock;		/* guards the binding */
+	enum srnic_mw_state state;
+	u32 rkey;
+	u32 index;
+	u32 mr_key;
+	u64 addr;
+	u64 length;
+	int access;
+	u32 qpn;
+};
+
+/**
+ * struct srnic_dm - device memory (ibv_alloc_dm)
+ * @ibdm: the ib_core DM; ibdm.length is the length asked for
+ * @buf: zeroed vmalloc_user() memory, owned by @mmap_entry
+ * @size: bytes of @buf (the length rounded up to pages), charged to the
+ *	  device's dm_used
+ * @mmap_entry: how the owning process maps @buf
+ *
+ * An MR on the memory (reg_dm_mr) references its pages, and ib_core
+ * refuses dealloc_dm while such an MR exists.
+ */
+struct srnic_dm {
+	struct ib_dm ibdm;
+	void *buf;
+	size_t size;
+	struct rdma_user_mmap_entry *mmap_entry;
+};
+
+/**
+ * struct srnic_cq - a completion queue
+ * @ibcq: the ib_core CQ
+ * @ring: CQE ring; mapped into the process for user CQs
+ * @lock: serialises CQE producers and comp_handler calls
+ * @producer: next CQE index to write (kernel memory, never read back
+ *	      from @ring)
+ * @notify_seq_seen: last arm sequence (ctrl->notify_seq) consumed
+ * @overrun: an overrun happened; no more CQEs are written
+ * @poll_lock: serialises kernel consumers (poll_cq, req_notify_cq)
+ * @cqn: CQ number, reported to the provider
+ * @direct_users: QPs and XRC SRQs whose direct path completes into the CQ,
+ *		  under the device's direct_lock
+ *
+ * For kernel CQs the ring's control record is kernel memory only, and
+ * poll_cq/req_notify_cq play the provider's part of the protocol on it.
+ */
+struct srnic_cq {
+	struct ib_cq ibcq;
+	struct srnic_queue ring;
+	spinlock_t lock;	/* CQE producers, comp_handler */
+	u32 producer;
+	u32 notify_seq_seen;
+	bool overrun;
+	spinlock_t poll_lock;	/* kernel consumers */
+	u32 cqn;
+	u32 direct_users;	/* QPs and XRC SRQs using it; direct_lock */
+};
+
+/**
+ * struct srnic_wq - one work queue of a QP (its SQ or its RQ)
+ * @ring: WQE ring; mapped into the process for user QPs
+ * @lock: serialises kernel posts and the consumer side (flush, engine)
+ * @consumer: next WQE index the kernel will consume (kernel memory)
+ * @max_wr: entries of @ring
+ * @max_sge: SGEs a WQE may carry
+ *
+ * For kernel QPs @ring.ctrl->producer is written by srnic's post verbs;
+ * for user QPs by the provider, and then untrusted.
+ */
+struct srnic_wq {
+	struct srnic_queue ring;
+	spinlock_t lock;	/* kernel posts, consumer side */
+	u32 consumer;
+	u32 max_wr;
+	u32 max_sge;
+};
+
+/**
+ * struct srnic_srq - a shared receive queue
+ * @ibsrq: the ib_core SRQ
+ * @rq: its ring of receive WQEs (the RQ's format) with the consumer side:
+ *	@rq.lock serialises kernel posts and every QP taking WQEs
+ * @srqn: SRQ number, reported to the provider
+ * @limit: armed srq_limit, 0 when disarmed; under @rq.lock
+ * @xrcd: an XRC SRQ's domain, NULL for a basic SRQ
+ * @ref: XRC SRQs: references; srnic_xrc_srq_get() takes one
+ * @released: XRC SRQs: completed when @ref drops to zero
+ */
+struct srnic_srq {
+	struct ib_srq ibsrq;
+	struct srnic_wq rq;
+	u32 srqn;
+	u32 limit;
+	struct srnic_xrcd *xrcd;
+	refcount_t ref;
+	struct completion released;
+};
+
+/**
+ * struct srnic_xrcd - an XRC domain (srnic_srq.c)
+ * @ibxrcd: the ib_core XRC domain
+ * @srqs: SRQ number -> its XRC SRQs (struct srnic_srq), looked up under
+ *	  RCU by the XRC_TGT QPs of the domain (srnic_xrc_srq_get())
+ */
+struct srnic_xrcd {
+	struct ib_xrcd ibxrcd;
+	struct xarray srqs;
+};
+
+/**
+ * struct srnic_qp_attrs - attributes set by modify_qp, as query_qp reports
+ * @ah_attr: primary path; holds a reference on its sgid_attr
+ * @path_mtu: as requested
+ * @mtu: path MTU in effect (capped at the port's active MTU at RTR)
+ * @qkey: as in struct ib_qp_attr (not used by RC)
+ * @rq_psn: expected PSN of the first incoming request (24 bits)
+ * @sq_psn: PSN of the first outgoing request (24 bits)
+ * @dest_qp_num: the remote QP
+ * @access_flags: remote access the responder allows (IB_ACCESS_*)
+ * @pkey_index: index in the one-entry P_Key table
+ * @timeout: local ACK timeout exponent (4.096 us * 2^timeout)
+ * @retry_cnt: transport retries before IB_WC_RETRY_EXC_ERR
+ * @rnr_retry: RNR retries (7 = infinite)
+ * @min_rnr_timer: RNR NAK timer code the responder sends
+ * @max_rd_atomic: outstanding RDMA READ/atomic as requester
+ * @max_dest_rd_atomic: responder resources for RDMA READ/atomic
+ * @en_sqd_async_notify: report IB_EVENT_SQ_DRAINED on entering SQD
+ */
+struct srnic_qp_attrs {
+	struct rdma_ah_attr ah_attr;
+	enum ib_mtu path_mtu;
+	enum ib_mtu mtu;
+	u32 qkey;
+	u32 rq_psn;
+	u32 sq_psn;
+	u32 dest_qp_num;
+	int access_flags;
+	u16 pkey_index;
+	u8 timeout;
+	u8 retry_cnt;
+	u8 rnr_retry;
+	u8 min_rnr_timer;
+	u8 max_rd_atomic;
+	u8 max_dest_rd_atomic;
+	u8 en_sqd_async_notify;
+};
+
+/* The largest receive WQE: header and SRNIC_MAX_SGE SGEs, a power of two. */
+#define SRNIC_MAX_RQ_ENTRY_SIZE 1024
+static_assert(sizeof(struct srnic_recv_wqe) +
+	      SRNIC_MAX_SGE * sizeof(struct srnic_sge) <= SRNIC_MAX_RQ_ENTRY_SIZE);
+
+/**
+ * struct srnic_seg - one contiguous piece of a message
+ * @mr: the MR it lies in, referenced; NULL for kernel memory at @buf
+ * @buf: inline data (when @mr is NULL)
+ * @iova: address in @mr
+ * @len: bytes
+ */
+struct srnic_seg {
+	struct srnic_mr *mr;
+	const u8 *buf;
+	u64 iova;
+	u32 len;
+};
+
+/* A message's pieces, at most one per SGE, and their total length. */
+struct srnic_sgl {
+	struct srnic_seg seg[SRNIC_MAX_SGE];
+	unsigned int num;
+	u64 len;
+};
+
+/**
+ * struct srnic_req_wqe - the requester's record of one send WQE it took
+ * from the SQ for the wire, kept until the WQE completes (srnic_req.c)
+ * @wr_id: the WQE's, for its completion
+ * @len: message length
+ * @first_psn: PSN of its first packet
+ * @last_psn: PSN of its last packet; for a READ, of its last response
+ * @opcode: IB_WR_* opcode
+ * @flags: SRNIC_WQE_* flags
+ * @status: IB_WC_SUCCESS, or the local error it completes with when its
+ *	    turn comes (it is then never sent)
+ * @read_done: a READ's last response, or an atomic's ATOMIC_ACKNOWLEDGE,
+ *	       arrived
+ * @local: a local operation (BIND_MW, LOCAL_INV), executed when taken:
+ *	   it sends nothing, takes no PSN (@last_psn is the PSN before
+ *	   @first_psn) and completes once every WQE before it has
+ */
+struct srnic_req_wqe {
+	u64 wr_id;
+	u64 len;
+	u32 first_psn;
+	u32 last_psn;
+	u8 opcode;
+	u8 flags;
+	u8 status;
+	bool read_done;
+	bool local;
+};
+
+/**
+ * struct srnic_req - the requester's state (srnic_rc.c, srnic_req.c),
+ * owned by the QP's engine task
+ * @wqe: snapshot of the send WQE being executed (an SQ entry's size)
+ * @index: SQ index @wqe was taken from
+ * @sgl: the requester's side of the message
+ * @rwqe: snapshot of a local responder's receive WQE
+ * @rsgl: the responder's side of the message (local delivery)
+ * @local_ifindex: netdev of the srnic device owning the destination GID
+ *		   (local delivery), 0 for a remote destination
+ * @rnr_timer: the responder's RNR timer code, from its last RNR NAK
+ * @rnr_retries_left: RNR retries left for the current WQE
+ * @rnr_waiting: waiting for @rnr_until before retrying the WQE (after
+ *		 an RNR NAK, or in local delivery after the local ACK
+ *		 timeout of a destination that did not answer)
+ * @rnr_until: ktime_get_ns() time the RNR wait ends
+ * @rnr_hrtimer: reschedules the task at @rnr_until (a high-resolution
+ *		 timer: RNR timers go down to 10 us, a jiffy is 4 ms)
+ * @fatal: a completion was lost (CQ overrun): go to the error state
+ *
+ * Over the wire, the WQEs between the SQ's consumer index and @next_index
+ * are outstanding (sent or being sent), oldest first:
+ * @wqes: one record per SQ slot
+ * @next_index: SQ index of the next WQE to take
+ * @send_index: SQ index of the WQE whose packets go out next
+ * @send_psn: PSN of the next packet of @send_index to send
+ * @next_psn: first PSN of the next WQE taken
+ * @una_psn: oldest PSN not acknowledged
+ * @cwnd: PSNs that may be in flight beyond @una_psn (adapts to loss)
+ * @reads: READs and atomics outstanding (at most max_rd_atomic)
+ * @read_sgl: local SGL of the oldest outstanding READ, which its responses
+ *	      fill; valid while @read_sgl_index is that READ's SQ index + 1
+ *	      and its length is the READ's (srnic_req_put_mrs() empties it
+ *	      after each run of the task: it is resolved again)
+ * @read_sgl_index: SQ index + 1 of the READ that @read_psn and
+ *		    @read_offset follow; 0 when unset
+ * @read_psn: PSN of the next response the oldest READ expects
+ * @read_offset: its byte offset in the READ's message
+ * @sgl_index: SQ index + 1 of the WQE whose snapshot is in @wqe and whose
+ *	       local SGL is in @sgl, for sending; 0 when unset (after each
+ *	       run of the task)
+ * @retries_left: transport retries left before IB_WC_RETRY_EXC_ERR (also
+ *		  in local delivery: a destination that does not answer)
+ * @timer: local ACK timeout
+ * @timed_out: @timer fired; the task retransmits
+ * @went_back: already went back for a gap in READ responses; set until
+ *	       progress is made, so one gap causes one retransmission
+ * @tx_blocked: a packet could not leave (a full queue on the way): the
+ *		requester stops until its task runs again
+ */
+struct srnic_req {
+	struct srnic_send_wqe *wqe;
+	u32 index;
+	struct srnic_sgl sgl;
+	struct srnic_recv_wqe *rwqe;
+	struct srnic_sgl rsgl;
+	int local_ifindex;
+	u8 rnr_timer;
+	u8 rnr_retries_left;
+	bool rnr_waiting;
+	u64 rnr_until;
+	struct hrtimer rnr_hrtimer;
+	bool fatal;
+
+	struct srnic_req_wqe *wqes;
+	u32 next_index;
+	u32 send_index;
+	u32 send_psn;
+	u32 next_psn;
+	u32 una_psn;
+	u32 cwnd;
+	unsigned int reads;
+	struct srnic_sgl read_sgl;
+	u32 read_sgl_index;
+	u32 read_psn;
+	u64 read_offset;
+	u32 sgl_index;
+	u8 retries_left;
+	struct timer_list timer;
+	bool timed_out;
+	bool went_back;
+	bool tx_blocked;
+};
+
+/**
+ * struct srnic_atomic_replay - an atomic the wire responder executed, kept
+ * to answer a duplicate of it without executing it again (IBTA 9.7.5.1.3.2)
+ * @orig: the value the target held before; the ATOMIC_ACKNOWLEDGE's
+ * @psn: the request's PSN
+ * @valid: the slot holds an atomic
+ */
+struct srnic_atomic_replay {
+	u64 orig;
+	u32 psn;
+	bool valid;
+};
+
+/* What the responder is in the middle of receiving. */
+enum srnic_resp_msg {
+	SRNIC_RESP_IDLE,
+	SRNIC_RESP_SEND,
+	SRNIC_RESP_WRITE,
+};
+
+/**
+ * struct srnic_resp - the wire responder's state (srnic_resp.c), owned by
+ * the QP's engine task
+ * @epsn: next PSN expected
+ * @msn: messages completed, for AETHs
+ * @nak_seq_sent: a PSN sequence error NAK went out for @epsn; no more
+ *		  until it arrives
+ * @ack_pending: an ACK of @epsn - 1 is owed (coalesced per batch)
+ * @drop_msg: UC: the message being received lost a packet or failed; its
+ *	      remaining packets are dropped up to the next FIRST or ONLY
+ * @msg: the message being received
+ * @rwqe: its receive WQE (SEND, WRITE with immediate)
+ * @have_rwqe: @rwqe holds a WQE taken from the RQ for the current message
+ * @sgl: @rwqe's scatter list (SEND), resolved while its length is not 0
+ * @offset: payload bytes of the current message received so far
+ * @write_mr: the MR a WRITE goes to, referenced, or NULL until looked up
+ * @write_rkey: the WRITE's R_Key, to look @write_mr up again
+ * @write_va: address of the WRITE's first byte
+ * @write_len: bytes the WRITE's RETH announced
+ * @read_mr: the MR a READ response comes from, referenced, or NULL until
+ *	     looked up
+ * @read_rkey: the READ's R_Key, to look @read_mr up again
+ * @read_va: address of the next response byte
+ * @read_left: response bytes still to send
+ * @read_psn: PSN of the next response packet
+ * @read_last_psn: PSN of the last response packet
+ * @read_first: the next response packet is the first
+ * @reading: READ response packets remain to be sent
+ * @fatal_event: the async event of the fatal error just NAKed (0: the QP
+ *		 was reset meanwhile, none)
+ * @atomics: the last atomics executed, one per responder resource
+ *	     (max_dest_rd_atomic of the SRNIC_MAX_RD_ATOMIC slots, used in
+ *	     turn)
+ * @atomic_next: the slot of @atomics the next atomic takes
+ * @xsrq: XRC_TGT: the XRC SRQ the request being executed names (its
+ *	  XRCETH), referenced for that packet only, or NULL
+ * @xsrqn: XRC_TGT: the XRC SRQ number of the message in progress (of
+ *	   @rwqe while @have_rwqe)
+ * @read_pd: the PD the READ being answered was checked against
+ *
+ * @sgl, @write_mr and @read_mr hold MR references only during one run of
+ * the QP's task: srnic_resp_put_mrs() drops them after each, and the next
+ * packet of the message looks them up again (see srnic_dereg_mr()).
+ */
+struct srnic_resp {
+	u32 epsn;
+	u32 msn;
+	bool nak_seq_sent;
+	bool ack_pending;
+	bool drop_msg;
+	enum srnic_resp_msg msg;
+	struct srnic_recv_wqe *rwqe;
+	bool have_rwqe;
+	struct srnic_sgl sgl;
+	u64 offset;
+	struct srnic_mr *write_mr;
+	u32 write_rkey;
+	u64 write_va;
+	u32 write_len;
+	struct srnic_mr *read_mr;
+	u32 read_rkey;
+	u64 read_va;
+	u32 read_left;
+	u32 read_psn;
+	u32 read_last_psn;
+	bool read_first;
+	bool reading;
+	enum ib_event_type fatal_event;
+	struct srnic_atomic_replay *atomics;
+	u32 atomic_next;
+	struct srnic_srq *xsrq;
+	u32 xsrqn;
+	struct srnic_pd *read_pd;
+};
+
+/**
+ * struct srnic_path - where a QP's (or an AH's) packets go
+ * @ipv6: IPv6 rather than IPv4 (from the GID types)
+ * @saddr: source address (the source GID's)
+ * @daddr: destination address (the destination GID's)
+ * @traffic_class: IPv4 TOS or IPv6 traffic class
+ * @hop_limit: IPv4 TTL or IPv6 hop limit
+ * @flow_label: IPv6 flow label
+ * @sport: UDP source port (per QP pair, for ECMP entropy)
+ * @local_ifindex: when not 0, the destination GID belongs to the srnic
+ *		   device of this netdev in the sender's namespace: packets
+ *		   are handed to its receive path instead of the IP layer
+ *		   (srnic_tx_send(); UD)
+ * @route_cache: where the route to @daddr is kept between packets (a
+ *		 connected QP's), or NULL: looked up for each packet
+ */
+struct srnic_path {
+	bool ipv6;
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} saddr, daddr;
+	u8 traffic_class;
+	u8 hop_limit;
+	u32 flow_label;
+	__be16 sport;
+	int local_ifindex;
+	struct dst_cache *route_cache;
+};
+
+/**
+ * struct srnic_qp - a queue pair
+ * @ibqp: the ib_core QP
+ * @sq: send queue
+ * @rq: receive queue
+ * @state_lock: serialises modify_qp, query_qp and destroy_qp
+ * @state: IB state; written under @state_lock, read locklessly by posts
+ * @attrs: what modify_qp stored, under @state_lock
+ * @max_inline: bytes of inline data an SQ entry carries
+ * @sq_sig_all: every send WQE is signaled
+ * @ref: references; lookups by QPN take one (srnic_qp_get_by_qpn())
+ * @released: completed when @ref drops to zero
+ * @task: the QP's work in its NIC engine
+ * @req: requester state, used only by @task
+ * @resp: wire responder state, used only by @task
+ * @path: where the QP's packets go (set at RTR, for a wire destination)
+ * @route_cache: @path's route, per CPU (srnic_tx_send())
+ * @rxq: received packets waiting for @task
+ * @last_wqe_pending: the QP, attached to an SRQ, entered the error state;
+ *		      its task reports IB_EVENT_QP_LAST_WQE_REACHED once it
+ *		      has flushed the receive WQE it held
+ * @xrcd: XRC_TGT: the XRC domain whose SRQs the QP's requests may name
+ * @wire_reset: the QP entered RESET since its task last ran: an RC or UC
+ *		QP's task forgets the old connection's requester and
+ *		responder state before anything else, whatever state the QP
+ *		is in by then (it may be back in RTS: see srnic_qp_run()); a
+ *		UD QP keeps none beyond its queued packets, purged at RESET
+ * @direct_windows: direct windows the QP posts through, under the
+ *		    device's direct_lock
+ * @direct_loaned: the QP's RQ and receive CQ are lent to a direct poster,
+ *		   under the device's direct_lock
+ * @owner_cred: user QPs: the creating process's credentials
+ * @owner_mm: user QPs: its mm (mmgrab()), for the direct path's access
+ *	      check
+ * @owner_tgid: user QPs: that process
+ */
+struct srnic_qp {
+	struct ib_qp ibqp;
+	struct srnic_wq sq;
+	struct srnic_wq rq;
+	struct mutex state_lock;	/* modify, query, destroy */
+	enum ib_qp_state state;
+	struct srnic_qp_attrs attrs;
+	u32 max_inline;
+	bool sq_sig_all;
+	refcount_t ref;
+	struct completion released;
+	struct srnic_engine_task task;
+	struct srnic_req req;
+	struct srnic_resp resp;
+	struct srnic_path path;
+	struct dst_cache route_cache;
+	struct sk_buff_head rxq;
+	atomic_t last_wqe_pending;
+	struct srnic_xrcd *xrcd;
+	atomic_t wire_reset;
+	u32 direct_windows;	/* windows it posts through; direct_lock */
+	bool direct_loaned;	/* its RQ and receive CQ are lent; direct_lock */
+	const struct cred *owner_cred;	/* user QPs: the creating process's */
+	struct mm_struct *owner_mm;	/* user QPs: its mm (mmgrab()) */
+	struct pid *owner_tgid;		/* user QPs: that process */
+};
+
+static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct srnic_dev, ibdev);
+}
+
+static inline struct srnic_ucontext *to_srnic_ucontext(struct ib_ucontext *uc)
+{
+	return container_of(uc, struct srnic_ucontext, ibuc);
+}
+
+static inline struct srnic_pd *to_srnic_pd(struct ib_pd *pd)
+{
+	return container_of(pd, struct srnic_pd, ibpd);
+}
+
+static inline struct srnic_dm *to_srnic_dm(struct ib_dm *dm)
+{
+	return container_of(dm, struct srnic_dm, ibdm);
+}
+
+static inline struct srnic_mr *to_srnic_mr(struct ib_mr *mr)
+{
+	return container_of(mr, struct srnic_mr, ibmr);
+}
+
+static inline struct srnic_mw *to_srnic_mw(struct ib_mw *mw)
+{
+	return container_of(mw, struct srnic_mw, ibmw);
+}
+
+static inline struct srnic_cq *to_srnic_cq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct srnic_cq, ibcq);
+}
+
+static inline struct srnic_qp *to_srnic_qp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct srnic_qp, ibqp);
+}
+
+static inline struct srnic_srq *to_srnic_srq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct srnic_srq, ibsrq);
+}
+
+static inline struct srnic_xrcd *to_srnic_xrcd(struct ib_xrcd *ibxrcd)
+{
+	return container_of(ibxrcd, struct srnic_xrcd, ibxrcd);
+}
+
+/*
+ * Whether the QP is a datagram QP: UD, or the GSI QP (QP1), which is a UD
+ * QP with QP number 1 that only kernel consumers (ib_mad) create.
+ */
+static inline bool srnic_qp_is_ud(const struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+/*
+ * Whether the QP's transport acknowledges (RC): UC shares RC's requester
+ * and responder, without ACKs, retransmission, timers, RNR, READ and
+ * atomics.
+ */
+static inline bool srnic_qp_acked(const struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_INI ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+/* XRC_INI and XRC_TGT QPs use the XRC opcodes (transport 0xa0). */
+static inline bool srnic_qp_is_xrc(const struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_XRC_INI ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+/*
+ * The queue a QP's receive WQEs come from: its SRQ's ring, or its own RQ.
+ * Take WQEs with srnic_rq_take() only.
+ */
+static inline struct srnic_wq *srnic_qp_recv_wq(struct srnic_qp *qp)
+{
+	return qp->ibqp.srq ? &to_srnic_srq(qp->ibqp.srq)->rq : &qp->rq;
+}
+
+/*
+ * Where a responder's receive side is: for an XRC_TGT QP, the XRC SRQ a
+ * request names (@xsrq: its WQEs, its PD for every key, its CQ); for the
+ * others (@xsrq NULL), the QP's own receive queue, PD and receive CQ.
+ */
+static inline struct srnic_wq *srnic_resp_wq(struct srnic_qp *qp,
+					     struct srnic_srq *xsrq)
+{
+	return xsrq ? &xsrq->rq : srnic_qp_recv_wq(qp);
+}
+
+static inline struct srnic_pd *srnic_resp_pd(struct srnic_qp *qp,
+					     struct srnic_srq *xsrq)
+{
+	return to_srnic_pd(xsrq ? xsrq->ibsrq.pd : qp->ibqp.pd);
+}
+
+static inline struct srnic_cq *srnic_resp_cq(struct srnic_qp *qp,
+					     struct srnic_srq *xsrq)
+{
+	return to_srnic_cq(xsrq ? xsrq->ibsrq.ext.cq : qp->ibqp.recv_cq);
+}
+
+#endif /* SRNIC_OBJECTS_H */
