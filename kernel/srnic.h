@@ -292,26 +292,17 @@ int srnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 void srnic_srq_qp_error(struct srnic_qp *qp);
 void srnic_srq_qp_flushed(struct srnic_qp *qp);
 
-/* srnic_rc.c: the RC requester, local delivery, packet building */
-extern const struct srnic_engine_task_ops srnic_qp_task_ops;
-int srnic_rc_init(struct srnic_qp *qp);
-void srnic_rc_cleanup(struct srnic_qp *qp);
-int srnic_rc_resolve_dest(struct srnic_qp *qp);
-void srnic_rc_reset(struct srnic_qp *qp);
+/*
+ * srnic_sgl.c: scatter/gather lists: SGEs resolved to MRs, copies between
+ * SGLs, kernel buffers, packets and MRs
+ */
 void srnic_sgl_put(struct srnic_sgl *sgl);
 enum ib_wc_status srnic_sgl_get(struct srnic_dev *sdev, struct srnic_pd *pd,
 				const struct srnic_sge *sge, unsigned int num,
 				int access, struct srnic_sgl *sgl);
-enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
-				      const struct srnic_send_wqe *wqe,
-				      struct srnic_sgl *sgl);
-bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
-struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp);
-bool srnic_responder_ready(struct srnic_qp *dest);
-int srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
-		       struct srnic_recv_wqe *rwqe, u64 len);
-int srnic_rq_take_fit(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe,
-		      u64 len);
+int srnic_sgl_copy(const struct srnic_sgl *dst, const struct srnic_sgl *src);
+int srnic_sgl_xfer(const struct srnic_sgl *sgl, u64 offset, u8 *buf, u32 len,
+		   bool into_sgl);
 int srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
 		      u32 len);
 int srnic_pkt_scatter(const struct sk_buff *skb, const struct srnic_pkt *pkt,
@@ -319,19 +310,12 @@ int srnic_pkt_scatter(const struct sk_buff *skb, const struct srnic_pkt *pkt,
 int srnic_pkt_copy_to_mr(const struct sk_buff *skb,
 			 const struct srnic_pkt *pkt, struct srnic_mr *mr,
 			 u64 iova);
-bool srnic_req_fetch(struct srnic_qp *qp);
-bool srnic_req_finish(struct srnic_qp *qp, enum ib_wc_status status, u64 len);
-void srnic_sq_publish_completed(struct srnic_qp *qp);
-void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
-			enum ib_wc_status status, u64 len);
-void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on);
-void srnic_qp_ask_doorbells(struct srnic_qp *qp);
-void srnic_qp_woken(struct srnic_engine_task *task);
-int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
-		    const struct ib_global_route *grh, u32 lqpn, u32 rqpn);
+
+/* srnic_tx.c: the packet builder */
+u32 srnic_qp_mtu(struct srnic_qp *qp);
 
 /**
- * struct srnic_txd - one RC packet to build (srnic_rc_tx())
+ * struct srnic_txd - one packet to build (srnic_tx_build())
  * @opcode: BTH opcode
  * @psn: BTH PSN
  * @ack_req: BTH AckReq
@@ -379,8 +363,36 @@ struct srnic_txd {
 	const struct srnic_path *path;
 };
 
-int srnic_rc_tx(struct srnic_qp *qp, const struct srnic_txd *txd,
-		struct srnic_tx_batch *batch);
+int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
+		   struct srnic_tx_batch *batch);
+
+/* srnic_rc.c: the QP engine task, local delivery, the requester's common part */
+extern const struct srnic_engine_task_ops srnic_qp_task_ops;
+int srnic_rc_init(struct srnic_qp *qp);
+void srnic_rc_cleanup(struct srnic_qp *qp);
+int srnic_rc_resolve_dest(struct srnic_qp *qp);
+void srnic_rc_reset(struct srnic_qp *qp);
+enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
+				      const struct srnic_send_wqe *wqe,
+				      struct srnic_sgl *sgl);
+bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
+struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp);
+bool srnic_responder_ready(struct srnic_qp *dest);
+int srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
+		       struct srnic_recv_wqe *rwqe, u64 len);
+int srnic_rq_take_fit(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe,
+		      u64 len);
+bool srnic_req_fetch(struct srnic_qp *qp);
+bool srnic_req_finish(struct srnic_qp *qp, enum ib_wc_status status, u64 len);
+void srnic_sq_publish_completed(struct srnic_qp *qp);
+void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
+			enum ib_wc_status status, u64 len);
+void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on);
+void srnic_qp_ask_doorbells(struct srnic_qp *qp);
+void srnic_qp_woken(struct srnic_engine_task *task);
+int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
+		    const struct ib_global_route *grh, u32 lqpn, u32 rqpn);
+
 bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode);
 u32 srnic_rnr_timer_usecs_of(u8 code);
 void srnic_req_rnr_wait(struct srnic_qp *qp, u8 code);
@@ -441,8 +453,6 @@ static inline struct srnic_pkt *srnic_skb_pkt(struct sk_buff *skb)
 {
 	return (struct srnic_pkt *)skb->cb;
 }
-
-u32 srnic_qp_mtu(struct srnic_qp *qp);
 
 /* 24-bit PSN arithmetic: < 0, 0, > 0 as @a is before, at, after @b. */
 static inline int srnic_psn_cmp(u32 a, u32 b)

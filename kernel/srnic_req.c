@@ -370,7 +370,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 		 * and a timeout's worth of time. A batch that went first
 		 * may have been refused instead: then from its first.
 		 */
-		if (srnic_rc_tx(qp, &txd, batch) == -ENOBUFS &&
+		if (srnic_tx_build(qp, &txd, batch) == -ENOBUFS &&
 		    srnic_qp_acked(qp)) {
 			srnic_req_rewind(qp, batch->lost_psn);
 			req->tx_blocked = true;

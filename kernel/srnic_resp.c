@@ -80,7 +80,7 @@ static void srnic_resp_send_aeth(struct srnic_qp *qp, u32 psn, u32 aeth)
 		.aeth = aeth,
 	};
 
-	srnic_rc_tx(qp, &txd, NULL);
+	srnic_tx_build(qp, &txd, NULL);
 }
 
 /**
@@ -635,7 +635,7 @@ static void srnic_resp_send_atomic_ack(struct srnic_qp *qp, u32 psn, u64 orig)
 
 	/* ACKs of earlier requests go out first. */
 	srnic_resp_flush_ack(qp);
-	srnic_rc_tx(qp, &txd, NULL);
+	srnic_tx_build(qp, &txd, NULL);
 }
 
 /*
@@ -1136,7 +1136,7 @@ bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 				    SRNIC_OP_READ_RESPONSE_MIDDLE;
 		txd.opcode = srnic_resp_opcode(qp, op);
 		/* The ODP page to send from is not the process's any more. */
-		if (srnic_rc_tx(qp, &txd, &batch) == -EFAULT) {
+		if (srnic_tx_build(qp, &txd, &batch) == -EFAULT) {
 			srnic_tx_batch_flush(sdev, &batch);
 			srnic_resp_read_fail(qp);
 			break;

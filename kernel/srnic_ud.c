@@ -18,7 +18,7 @@
  * WQE (UD has no RNR), are dropped and counted.
  *
  * Everything reuses the RC engine's pieces (srnic_rc.c): WQE fetch, retire
- * and completion, SGL resolution, packet building (srnic_rc_tx()).
+ * and completion, SGL resolution, packet building (srnic_tx_build()).
  */
 
 #include <linux/inetdevice.h>
@@ -159,7 +159,7 @@ static enum ib_wc_status srnic_ud_send(struct srnic_qp *qp, u64 *len)
 		};
 		qp->req.next_psn = srnic_psn_add(qp->req.next_psn, 1);
 		/* A datagram lost on the way is no error of the sender. */
-		srnic_rc_tx(qp, &txd, NULL);
+		srnic_tx_build(qp, &txd, NULL);
 	}
 	srnic_sgl_put(sgl);
 	return status;

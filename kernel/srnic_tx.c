@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srnic: the packet builder, transport-neutral: one RoCEv2 transport
+ * packet of a QP (BTH and the extension headers the opcode has: RETH,
+ * AtomicETH, AETH, AtomicAckETH, ImmDt, IETH, DETH, XRCETH) with its
+ * payload, copied from an SGL or an MR or attached as page fragments,
+ * handed to srnic_net.c's transmit (srnic_tx_send() or a batch). RC, UC
+ * and XRC requesters and responders, and UD, all send through
+ * srnic_tx_build().
+ */
+
+#include <linux/skbuff.h>
+
+#include "srnic.h"
+#include "srnic_wire.h"
+
+/**
+ * srnic_qp_mtu() - payload bytes of one packet of the QP
+ * @qp: a QP past RTR
+ */
+u32 srnic_qp_mtu(struct srnic_qp *qp)
+{
+	return ib_mtu_enum_to_int(qp->attrs.mtu ? qp->attrs.mtu : IB_MTU_256);
+}
+
+/*
+ * Payloads this long or longer, of a multiple of 4 bytes (no pad), leave
+ * as fragments of their own pages (srnic_tx_attach()) rather than copied
+ * into the packet.
+ */
+#define SRNIC_TX_ATTACH_MIN 1024
+
+/*
+ * Attach the pages of [@iova, @iova + @len) of @mr to @skb as fragments,
+ * each referenced for the skb (which may outlive the MR: the pages then
+ * stay until the packet is freed); with @skb NULL only count them.
+ * Returns the number of fragments, -EOPNOTSUPP for an MR that is not of
+ * pinned user pages (ODP pages may go, a kernel MR's memory may be slab),
+ * or -EFAULT.
+ */
+static int srnic_tx_attach_mr(struct srnic_mr *mr, u64 iova, u32 len,
+			      struct sk_buff *skb)
+{
+	int frags = 0;
+
+	if (!mr || mr->type != SRNIC_MR_USER)
+		return -EOPNOTSUPP;
+	while (len) {
+		unsigned int off;
+		struct page *page = srnic_mr_iova_to_page(mr, iova, &off);
+		u32 n;
+
+		if (!page)
+			return -EFAULT;
+		n = min_t(u32, len, PAGE_SIZE - off);
+		if (skb) {
+			get_page(page);
+			skb_fill_page_desc(skb, skb_shinfo(skb)->nr_frags,
+					   page, off, n);
+			skb_len_add(skb, n);
+		}
+		frags++;
+		iova += n;
+		len -= n;
+	}
+	return frags;
+}
+
+/*
+ * Attach the payload @txd describes to @skb as page fragments, without a
+ * copy, or with @skb NULL count the fragments that takes. Returns the
+ * count, or a negative errno when the payload cannot be attached (the
+ * caller copies it then).
+ *
+ * User space can write the pages while the packet is on its way
+ * (SKBFL_SHARED_FRAG tells the stack not to write them in place): that
+ * breaks only the packet's ICRC, computed when it was built, and the
+ * receiver drops it, as rewriting a buffer under a hardware NIC's DMA
+ * only garbles the application's own message.
+ */
+static int srnic_tx_attach(const struct srnic_txd *txd, struct sk_buff *skb)
+{
+	u64 offset = txd->offset;
+	u32 len = txd->len;
+	unsigned int i;
+	int frags = 0;
+
+	if (!txd->sgl)
+		return srnic_tx_attach_mr(txd->mr, offset, len, skb);
+	for (i = 0; i < txd->sgl->num && len; i++) {
+		const struct srnic_seg *seg = &txd->sgl->seg[i];
+		u32 n;
+		int err;
+
+		if (offset >= seg->len) {
+			offset -= seg->len;
+			continue;
+		}
+		n = min_t(u64, seg->len - offset, len);
+		err = srnic_tx_attach_mr(seg->mr, seg->iova + offset, n, skb);
+		if (err < 0)
+			return err;
+		frags += err;
+		len -= n;
+		offset = 0;
+	}
+	return len ? -EFAULT : frags;
+}
+
+/**
+ * srnic_tx_build() - build one packet of the QP (RC, UC, XRC with XRCETH, or
+ * UD with DETH) and send it
+ * @qp: the sending QP, its path resolved
+ * @txd: what the packet holds; the payload bytes must lie within @txd's
+ *	 source (checked when the SGL or MR was resolved)
+ * @batch: the sender's batch the packet may join (srnic_tx_send()), or
+ *	   NULL to send it now
+ *
+ * Return: 0, or a negative errno (the packet is lost; the protocol
+ * recovers as from any loss); -EFAULT if the payload could not be read
+ * (an ODP page the process does not have): the READ responder answers
+ * that with a remote access error, other senders leave it to the retries.
+ */
+int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
+		   struct srnic_tx_batch *batch)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	u32 flags = srnic_opcode_flags[txd->opcode];
+	u32 hdr_len = srnic_opcode_hdr_len(flags);
+	u32 pad = (4 - (txd->len & 3)) & 3;
+	u32 dqpn = flags & SRNIC_HDR_DETH ? txd->dqpn : qp->attrs.dest_qp_num;
+	struct srnic_bth *bth;
+	struct sk_buff *skb;
+	bool attach = false;
+	u8 *p;
+	int err;
+
+	/* One fragment stays free for the ICRC (srnic_tx_send()). */
+	if (txd->len >= SRNIC_TX_ATTACH_MIN && !pad) {
+		err = srnic_tx_attach(txd, NULL);
+		attach = err > 0 && err < MAX_SKB_FRAGS;
+	}
+	skb = srnic_tx_alloc(sdev, hdr_len + (attach ? 0 : txd->len + pad),
+			     GFP_KERNEL);
+	if (!skb) {
+		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+		return -ENOMEM;
+	}
+	bth = (struct srnic_bth *)skb->data;
+	bth->opcode = txd->opcode;
+	bth->flags = FIELD_PREP(SRNIC_BTH_FLAGS_PAD_MASK, pad) |
+		     (txd->solicited ? SRNIC_BTH_FLAGS_SE_MASK : 0);
+	bth->pkey = cpu_to_be16(SRNIC_DEFAULT_PKEY_FULL);
+	bth->dqpn = cpu_to_be32(dqpn & SRNIC_QPN_MASK);
+	bth->apsn = cpu_to_be32((txd->psn & SRNIC_PSN_MASK) |
+				(txd->ack_req ? SRNIC_BTH_APSN_ACKREQ_MASK : 0));
+	p = skb->data + sizeof(*bth);
+	if (flags & SRNIC_HDR_XRCETH) {
+		srnic_xrceth_put((struct srnic_xrceth *)p, txd->xrc_srqn);
+		p += sizeof(struct srnic_xrceth);
+	}
+	if (flags & SRNIC_HDR_DETH) {
+		struct srnic_deth *deth = (struct srnic_deth *)p;
+
+		deth->qkey = cpu_to_be32(txd->qkey);
+		deth->sqpn = cpu_to_be32(qp->ibqp.qp_num &
+					 SRNIC_DETH_SQPN_QPN_MASK);
+		p += sizeof(*deth);
+	}
+	if (flags & SRNIC_HDR_RETH) {
+		struct srnic_reth *reth = (struct srnic_reth *)p;
+
+		reth->va = cpu_to_be64(txd->va);
+		reth->rkey = cpu_to_be32(txd->rkey);
+		reth->dma_len = cpu_to_be32(txd->dma_len);
+		p += sizeof(*reth);
+	}
+	if (flags & SRNIC_HDR_ATMETH) {
+		const struct srnic_atomic_fields f = {
+			.va = txd->va,
+			.rkey = txd->rkey,
+			.swap_add = txd->swap_add,
+			.compare = txd->compare,
+		};
+
+		srnic_atmeth_put((struct srnic_atmeth *)p, &f);
+		p += sizeof(struct srnic_atmeth);
+	}
+	if (flags & SRNIC_HDR_AETH) {
+		((struct srnic_aeth *)p)->smsn = cpu_to_be32(txd->aeth);
+		p += sizeof(struct srnic_aeth);
+	}
+	if (flags & SRNIC_HDR_ATMACK) {
+		srnic_atmack_put((struct srnic_atmack *)p, txd->orig);
+		p += sizeof(struct srnic_atmack);
+	}
+	if (flags & SRNIC_HDR_IMMDT) {
+		((struct srnic_immdt *)p)->imm = txd->imm;
+		p += sizeof(struct srnic_immdt);
+	}
+	if (flags & SRNIC_HDR_IETH) {
+		srnic_ieth_put((struct srnic_ieth *)p, txd->inv_rkey);
+		p += sizeof(struct srnic_ieth);
+	}
+	if (attach) {
+		srnic_tx_attach(txd, skb);	/* counted above: cannot fail */
+		skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
+	} else if (txd->len) {
+		if (txd->sgl)
+			err = srnic_sgl_xfer(txd->sgl, txd->offset, p,
+					     txd->len, false);
+		else
+			err = srnic_mr_copy_from(txd->mr, txd->offset, p,
+						 txd->len);
+		/* An ODP page the process does not have: no packet. */
+		if (err) {
+			kfree_skb(skb);
+			srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+			return -EFAULT;
+		}
+		memset(p + txd->len, 0, pad);
+	}
+
+	err = srnic_tx_send(sdev, skb, txd->path ? txd->path : &qp->path,
+			    hdr_len, batch);
+	if (err)
+		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+	return err;
+}
