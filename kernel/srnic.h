@@ -366,7 +366,27 @@ struct srnic_txd {
 int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 		   struct srnic_tx_batch *batch);
 
-/* srnic_rc.c: the QP engine task, local delivery, the requester's common part */
+/* srnic_local.c: local delivery, and taking receive WQEs */
+/* The outcome of executing one WQE. */
+enum srnic_exec {
+	SRNIC_EXEC_DONE,	/* complete the WQE with @status */
+	SRNIC_EXEC_RNR,		/* no receive WQE at the responder: retry */
+	SRNIC_EXEC_NO_ANSWER,	/* no responder (yet): retry on timeout */
+};
+
+struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp);
+bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
+int srnic_rq_take_fit(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe,
+		      u64 len);
+int srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
+		       struct srnic_recv_wqe *rwqe, u64 len);
+bool srnic_responder_ready(struct srnic_qp *dest);
+enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
+				    const struct srnic_send_wqe *wqe,
+				    struct srnic_sgl *local,
+				    enum ib_wc_status *status);
+
+/* srnic_rc.c: the QP engine task, the requester's common part */
 extern const struct srnic_engine_task_ops srnic_qp_task_ops;
 int srnic_rc_init(struct srnic_qp *qp);
 void srnic_rc_cleanup(struct srnic_qp *qp);
@@ -375,13 +395,6 @@ void srnic_rc_reset(struct srnic_qp *qp);
 enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 				      const struct srnic_send_wqe *wqe,
 				      struct srnic_sgl *sgl);
-bool srnic_rq_take(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe);
-struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp);
-bool srnic_responder_ready(struct srnic_qp *dest);
-int srnic_resp_rq_take(struct srnic_qp *qp, struct srnic_srq *xsrq,
-		       struct srnic_recv_wqe *rwqe, u64 len);
-int srnic_rq_take_fit(struct srnic_qp *qp, struct srnic_recv_wqe *rwqe,
-		      u64 len);
 bool srnic_req_fetch(struct srnic_qp *qp);
 bool srnic_req_finish(struct srnic_qp *qp, enum ib_wc_status status, u64 len);
 void srnic_sq_publish_completed(struct srnic_qp *qp);
