@@ -96,6 +96,9 @@ void srnic_engine_task_init(struct srnic_dev *sdev,
 void srnic_engine_task_start(struct srnic_engine_task *task);
 void srnic_engine_task_stop(struct srnic_engine_task *task);
 void srnic_engine_task_schedule(struct srnic_engine_task *task);
+void srnic_engine_task_run_here(struct srnic_engine_task *task);
+void srnic_engine_task_poll(struct srnic_engine_task *task, u64 gap_ns);
+u64 srnic_engine_stream_ns(void);
 
 /* srnic_verbs.c: ib_device.driver_def, srnic's uverbs ioctl additions */
 extern const struct uapi_definition srnic_uapi_defs[];

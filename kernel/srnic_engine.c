@@ -1,27 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * srnic: the NIC engines, srnic's equivalent of a NIC's processing units.
+ * srnic: the NIC engines, srnic's equivalent of a NIC's processing units,
+ * and the rules of who runs a QP's work where.
  *
- * Each device runs one engine thread per online CPU (at creation). Work is
- * organised in tasks (one per QP): a task belongs to one engine for its
- * whole life, so its run() is never concurrent with itself and per-QP
- * state needs no lock. Anything may schedule a task, from any context
- * (doorbell syscall, packet receive in softirq, timer): that queues it, at
- * most once, on its engine's lock-free runnable list and wakes the thread.
+ * Work is organised in tasks (one per QP). A task's run() is never
+ * concurrent with itself (a bit lock, SRNIC_TASK_RUNNING), so per-QP state
+ * needs no lock; a context that finds the task running marks it PENDING
+ * and the runner has it run again. Three contexts run tasks:
  *
- * After work, an engine keeps polling its tasks' shared rings for a
- * window, so a burst of posts from a process is picked up without a
- * syscall per post; then each task publishes "need wakeup" in its rings,
- * the engine re-checks once (the provider may have published just before
- * seeing the flag) and sleeps. The window adapts: it starts at
+ * - The doorbell syscall of a user SQ runs the requester in the caller's
+ *   context (srnic_engine_task_run_here()), as rxe does: a ping-pong or an
+ *   occasional post wakes no thread, and an idle device costs nothing.
+ * - Each device's engine threads (one per online CPU at creation) run
+ *   what other contexts hand them: received packets (from softirq),
+ *   timers, kernel QPs' posts (which may come from atomic context), and
+ *   the rest of a budget a doorbell left.
+ * - Streams: a task whose doorbells come faster than the longest polling
+ *   window, with nothing received in between (srnic_sq_doorbell()), is
+ *   handed to its engine to poll (srnic_engine_task_poll()), so a steady
+ *   stream of posts needs no syscall per post.
+ *
+ * A polling engine keeps looking at its polled tasks' rings for a window
+ * after work; then each asks for doorbells again ("need wakeup" in its
+ * rings), the engine re-checks once (the provider may have published just
+ * before seeing the flag) and sleeps. The window adapts: it starts at
  * srnic.poll_usecs, doubles whenever work woke the engine soon after it
  * went to sleep (a steady stream with gaps longer than the window), up to
  * srnic.poll_max_usecs, and falls back once the engine slept longer than
- * that. Within the window an engine spins for srnic.poll_usecs at most,
- * and only while no other task wants its CPU (single_task_running(), as
- * KVM's halt polling); then it naps between looks (idle time / 16, 50 us to
- * 1 ms), so applications keep their CPU, an idle engine costs little, and
- * producers still need no doorbell while the window lasts.
+ * that. Between looks the engine naps (idle time / 16, 50 us to 1 ms): it
+ * does not spin unless srnic.spin_usecs asks it to, for that long at the
+ * start of the window and only while no other task wants its CPU
+ * (single_task_running(), as KVM's halt polling). Spinning is for hosts
+ * that give the NIC a CPU of its own; by default an engine with no work
+ * sleeps, and a device with no traffic has no thread awake and no timer.
  *
  * The threads run at nice srnic.engine_nice (-10 by default), the way a
  * NIC's own processors do not queue behind the applications they serve:
@@ -32,10 +43,9 @@
  * an engine with work takes about 90 % of a CPU it shares with one such
  * spinner, which keeps the rest (measured on the veth wire, 64 KiB,
  * alternating in one boot, three rounds: ib_write_bw 146 to 257 MB/s,
- * ib_read_bw 161 to 219, ib_send_bw 111 to 154). An idle engine still
- * naps and sleeps as below, so a quiet device costs the applications
- * nothing. Not -20, kworker's high-priority pools' value: an engine kept
- * busy by a remote peer would leave a local application about 1 %.
+ * ib_read_bw 161 to 219, ib_send_bw 111 to 154). Not -20, kworker's
+ * high-priority pools' value: an engine kept busy by a remote peer would
+ * leave a local application about 1 %.
  *
  * srnic.realtime=1 makes the threads SCHED_FIFO: a nap's end then
  * preempts a spinning application at once (lower latency when every CPU
@@ -58,12 +68,17 @@
 static unsigned int poll_usecs = 200;
 module_param(poll_usecs, uint, 0644);
 MODULE_PARM_DESC(poll_usecs,
-		 "Microseconds an idle engine keeps polling rings before it sleeps, at least (0: never poll)");
+		 "Microseconds an engine keeps polling a stream's rings after work before it sleeps, at least (0: never poll, every doorbell does its work in the syscall)");
 
 static unsigned int poll_max_usecs = 100000;
 module_param(poll_max_usecs, uint, 0644);
 MODULE_PARM_DESC(poll_max_usecs,
-		 "Longest polling window (spinning, then napping) the engine adapts to under a steady stream of work");
+		 "Longest polling window the engine adapts to under a steady stream of work");
+
+static unsigned int spin_usecs;
+module_param(spin_usecs, uint, 0644);
+MODULE_PARM_DESC(spin_usecs,
+		 "Microseconds a polling engine spins on an otherwise idle CPU before it naps between looks (default 0: never spin; for hosts that give the NIC a CPU)");
 
 static int engine_nice = -10;
 module_param(engine_nice, int, 0444);
@@ -157,7 +172,109 @@ void srnic_engine_task_start(struct srnic_engine_task *task)
 void srnic_engine_task_stop(struct srnic_engine_task *task)
 {
 	set_bit(SRNIC_TASK_STOPPED, &task->flags);
+	/* STOPPED before RUNNING is read; pairs with the claim's barrier. */
+	smp_mb__after_atomic();
 	srnic_engine_submit(task->engine, SRNIC_ENGINE_DETACH, task);
+	/* A doorbell syscall may still be in run(). */
+	wait_on_bit(&task->flags, SRNIC_TASK_RUNNING, TASK_UNINTERRUPTIBLE);
+}
+
+/*
+ * Claim a task for one run() in this context. If another context is in
+ * run(), it is told to have the task run again (PENDING) and this one
+ * backs off: the work the caller saw is not lost.
+ */
+static bool srnic_engine_task_claim(struct srnic_engine_task *task)
+{
+	set_bit(SRNIC_TASK_PENDING, &task->flags);
+	/* PENDING before RUNNING is read; pairs with the release. */
+	smp_mb__after_atomic();
+	if (test_and_set_bit_lock(SRNIC_TASK_RUNNING, &task->flags))
+		return false;
+	clear_bit(SRNIC_TASK_PENDING, &task->flags);
+	/*
+	 * Order the clear before run() reads the task's work, and the claim
+	 * before STOPPED is read.
+	 */
+	smp_mb__after_atomic();
+	if (test_bit(SRNIC_TASK_STOPPED, &task->flags)) {
+		clear_and_wake_up_bit(SRNIC_TASK_RUNNING, &task->flags);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * End a run(). The engine runs the task next if work remains or if
+ * another context wanted to run it meanwhile.
+ */
+static void srnic_engine_task_release(struct srnic_engine_task *task,
+				      bool more)
+{
+	/* Unlock, full barrier, wake srnic_engine_task_stop(). */
+	clear_and_wake_up_bit(SRNIC_TASK_RUNNING, &task->flags);
+	if (more || test_bit(SRNIC_TASK_PENDING, &task->flags))
+		srnic_engine_task_schedule(task);
+}
+
+/**
+ * srnic_engine_task_poll() - let the engine serve a task's rings by polling
+ * @task: the task, whose producers publish work faster than doorbells pay
+ * @gap_ns: the time between the stream's last two doorbells: the engine
+ *	    polls at least twice as long after work (within the longest
+ *	    window), so that the stream's next posts find it polling
+ *
+ * Sets SRNIC_TASK_POLL_RINGS and wakes the engine, which then asks the
+ * producers for no doorbells (@woken) while it polls the rings (@has_work)
+ * for its window, until the task's @prepare_sleep asks for them again.
+ * Any context.
+ */
+void srnic_engine_task_poll(struct srnic_engine_task *task, u64 gap_ns)
+{
+	struct srnic_engine *engine = task->engine;
+
+	/* A hint, racy between posters: the largest recent gap wins mostly. */
+	if (gap_ns > READ_ONCE(engine->stream_gap_ns))
+		WRITE_ONCE(engine->stream_gap_ns, gap_ns);
+	set_bit(SRNIC_TASK_POLL_RINGS, &task->flags);
+	srnic_engine_task_schedule(task);
+}
+
+/**
+ * srnic_engine_stream_ns() - how close doorbells of a stream come
+ *
+ * Return: the longest polling window, in ns: a task whose doorbells come
+ * closer than this is worth polling; 0 when the engines never poll
+ * (srnic.poll_usecs=0).
+ */
+u64 srnic_engine_stream_ns(void)
+{
+	if (!READ_ONCE(poll_usecs))
+		return 0;
+	return max(READ_ONCE(poll_max_usecs), READ_ONCE(poll_usecs)) *
+	       (u64)NSEC_PER_USEC;
+}
+
+/**
+ * srnic_engine_task_run_here() - run a task in the caller's context
+ * @task: the task
+ *
+ * A doorbell syscall calls this instead of waking the engine, as rxe does
+ * the requester's work in the poster's system call: when no other context
+ * is serving the task, one budget of its work is done here and the engine
+ * is woken only if work remains; when one is, that context runs the task
+ * again. The task's "need wakeup" flags stay as they are: the engine is
+ * not polling the rings because of this.
+ *
+ * Context: process, may sleep (run() may).
+ */
+void srnic_engine_task_run_here(struct srnic_engine_task *task)
+{
+	might_sleep();
+	if (test_bit(SRNIC_TASK_STOPPED, &task->flags) ||
+	    !srnic_engine_task_claim(task))
+		return;
+	srnic_engine_task_release(task, task->ops->run(task));
 }
 
 /**
@@ -224,13 +341,23 @@ static bool srnic_engine_run_tasks(struct srnic_engine *engine)
 		if (test_bit(SRNIC_TASK_STOPPED, &task->flags))
 			continue;
 		worked = true;
-		if (budget) {
-			budget--;
-			if (task->ops->run(task))
-				srnic_engine_task_schedule(task);
-		} else {
+		if (!budget) {
 			srnic_engine_task_schedule(task);	/* next pass */
+			continue;
 		}
+		budget--;
+		/* In run() in a doorbell syscall: that one runs it again. */
+		if (!srnic_engine_task_claim(task))
+			continue;
+		/*
+		 * The engine polls the task's rings until it sleeps again:
+		 * producers need no doorbell, whatever asked for them (a
+		 * sleep, a state change).
+		 */
+		if (test_bit(SRNIC_TASK_POLL_RINGS, &task->flags) &&
+		    task->ops->woken)
+			task->ops->woken(task);
+		srnic_engine_task_release(task, task->ops->run(task));
 	}
 	return worked;
 }
@@ -241,7 +368,8 @@ static void srnic_engine_poll(struct srnic_engine *engine)
 	struct srnic_engine_task *task;
 
 	list_for_each_entry(task, &engine->polled, polled)
-		if (task->ops->has_work && task->ops->has_work(task))
+		if (test_bit(SRNIC_TASK_POLL_RINGS, &task->flags) &&
+		    task->ops->has_work && task->ops->has_work(task))
 			srnic_engine_task_schedule(task);
 }
 
@@ -255,6 +383,8 @@ static bool srnic_engine_prepare_sleep(struct srnic_engine *engine)
 	bool raced = false;
 
 	list_for_each_entry(task, &engine->polled, polled) {
+		if (!test_bit(SRNIC_TASK_POLL_RINGS, &task->flags))
+			continue;
 		if (task->ops->prepare_sleep && task->ops->prepare_sleep(task)) {
 			srnic_engine_task_schedule(task);
 			raced = true;
@@ -268,7 +398,8 @@ static void srnic_engine_woken(struct srnic_engine *engine)
 	struct srnic_engine_task *task;
 
 	list_for_each_entry(task, &engine->polled, polled)
-		if (task->ops->woken)
+		if (test_bit(SRNIC_TASK_POLL_RINGS, &task->flags) &&
+		    task->ops->woken)
 			task->ops->woken(task);
 }
 
@@ -297,6 +428,19 @@ static void srnic_engine_adapt_window(struct srnic_engine *engine, u64 slept)
 		engine->window_ns = base;
 }
 
+/*
+ * A stream handed over (srnic_engine_task_poll()): poll twice its gap
+ * between doorbells at least, within the longest window.
+ */
+static void srnic_engine_take_stream_gap(struct srnic_engine *engine)
+{
+	u64 gap = xchg(&engine->stream_gap_ns, 0);
+	u64 max = (u64)READ_ONCE(poll_max_usecs) * NSEC_PER_USEC;
+
+	if (engine->window_ns && 2 * gap > engine->window_ns)
+		engine->window_ns = max(min(2 * gap, max), engine->window_ns);
+}
+
 /* Sleep a little between looks at the rings; wake-ups cut it short. */
 static void srnic_engine_nap(u64 idle_ns)
 {
@@ -319,6 +463,8 @@ static int srnic_engine_thread(void *arg)
 
 		worked |= srnic_engine_run_tasks(engine);
 		if (worked) {
+			if (READ_ONCE(engine->stream_gap_ns))
+				srnic_engine_take_stream_gap(engine);
 			last_work = ktime_get_ns();
 			if (!busy_since) {
 				busy_since = last_work;
@@ -338,13 +484,14 @@ static int srnic_engine_thread(void *arg)
 		if (idle < engine->window_ns) {
 			srnic_engine_poll(engine);
 			/*
-			 * Spin for the first poll_usecs, and only on a CPU
-			 * nobody else wants: spinning while an application
-			 * waits for the CPU costs it a time slice. Otherwise
-			 * nap, longer the longer the engine is idle, and look
-			 * again, still without asking for doorbells.
+			 * Spin for the first spin_usecs if asked to, and only
+			 * on a CPU nobody else wants: spinning while an
+			 * application waits for the CPU costs it a time
+			 * slice. Otherwise nap, longer the longer the engine
+			 * is idle, and look again, still without asking for
+			 * doorbells.
 			 */
-			if (idle < (u64)READ_ONCE(poll_usecs) * NSEC_PER_USEC &&
+			if (idle < (u64)READ_ONCE(spin_usecs) * NSEC_PER_USEC &&
 			    single_task_running() && !need_resched())
 				cpu_relax();
 			else

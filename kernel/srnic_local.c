@@ -424,6 +424,7 @@ enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 	}
 	srnic_sgl_put(remote);
 executed:
+	atomic_inc(&dest->rx_msgs);
 
 	/* The responder's RNR NAK carries its timer. */
 	if (rnr)

@@ -88,6 +88,9 @@ enum srnic_counter {
  * @polled: tasks whose rings the thread polls; only the thread uses it
  * @window_ns: how long the thread polls after work before it sleeps
  *	       (adaptive); only the thread uses it
+ * @stream_gap_ns: the gap between doorbells of the last stream handed to
+ *		   the thread (srnic_engine_task_poll()), 0 once the thread
+ *		   has taken it into @window_ns
  */
 struct srnic_engine {
 	struct task_struct *thread;
@@ -95,6 +98,7 @@ struct srnic_engine {
 	struct llist_head control;
 	struct list_head polled;
 	u64 window_ns;
+	u64 stream_gap_ns;
 };
 
 struct srnic_engine_task;
@@ -102,13 +106,16 @@ struct srnic_engine_task;
 /**
  * struct srnic_engine_task_ops - what an engine does with a task
  * @run: do a budget of work; return true if work remains. Never runs
- *	 concurrently with itself.
- * @has_work: while the engine polls: is new work visible (e.g. a ring's
- *	      producer index moved)? Optional.
+ *	 concurrently with itself; called by the engine thread, or by a
+ *	 doorbell syscall (srnic_engine_task_run_here()), in process context.
+ * @has_work: while the engine polls the task's rings (SRNIC_TASK_POLL_RINGS):
+ *	      is new work visible (e.g. a ring's producer index moved)?
+ *	      Optional.
  * @prepare_sleep: the engine is about to sleep: ask producers for
- *		   doorbells (set need-wakeup, full barrier) and return true
- *		   if work arrived meanwhile. Optional.
- * @woken: the engine woke up and polls again: doorbells may stop.
+ *		   doorbells (set need-wakeup, full barrier; clear
+ *		   SRNIC_TASK_POLL_RINGS, unless something else will run the
+ *		   task) and return true if work arrived meanwhile. Optional.
+ * @woken: the engine polls the task's rings again: doorbells may stop.
  *	   Optional.
  */
 struct srnic_engine_task_ops {
@@ -121,6 +128,9 @@ struct srnic_engine_task_ops {
 enum srnic_engine_task_flags {
 	SRNIC_TASK_QUEUED,	/* on the engine's runnable list */
 	SRNIC_TASK_STOPPED,	/* srnic_engine_task_stop() was called */
+	SRNIC_TASK_POLL_RINGS,	/* the engine polls its rings: no doorbells */
+	SRNIC_TASK_RUNNING,	/* some context is in run() (a bit lock) */
+	SRNIC_TASK_PENDING,	/* a context found it running: run it again */
 };
 
 /**
@@ -876,6 +886,10 @@ struct srnic_path {
  * @owner_mm: user QPs: its mm (mmgrab()), for the direct path's access
  *	      check
  * @owner_tgid: user QPs: that process
+ * @rx_msgs: request messages the QP's responder has taken (a count that
+ *	     wraps), for srnic_sq_doorbell()
+ * @doorbell_ns: when the SQ's doorbell last rang (ktime_get_ns())
+ * @doorbell_rx_msgs: @rx_msgs then
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -902,6 +916,9 @@ struct srnic_qp {
 	const struct cred *owner_cred;	/* user QPs: the creating process's */
 	struct mm_struct *owner_mm;	/* user QPs: its mm (mmgrab()) */
 	struct pid *owner_tgid;		/* user QPs: that process */
+	atomic_t rx_msgs;
+	u64 doorbell_ns;
+	u32 doorbell_rx_msgs;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)

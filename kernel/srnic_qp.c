@@ -375,10 +375,43 @@ static void srnic_wq_discard(struct srnic_qp *qp, struct srnic_wq *wq)
 }
 
 /*
+ * The doorbell syscall of a user QP's SQ. The requester's work is done in
+ * the caller's context (srnic_engine_task_run_here()), as rxe does it in
+ * the poster's system call: a ping-pong or an occasional post costs one
+ * syscall and no thread's wake-up. A stream would cost a syscall per post
+ * that way, so a doorbell that comes within the engine's longest polling
+ * window of the previous one, with no request received in between
+ * (nothing the poster waited for), hands the SQ to the engine instead,
+ * which polls it: later posts need no syscall while the stream lasts.
+ * Received requests (@rx_msgs) tell the two apart: a bidirectional stream
+ * is served like a ping-pong, a syscall per post, as by rxe.
+ */
+static void srnic_sq_doorbell(struct srnic_qp *qp)
+{
+	u32 rx = atomic_read(&qp->rx_msgs);
+	u64 now = ktime_get_ns();
+	u64 gap = now - READ_ONCE(qp->doorbell_ns);
+	bool stream;
+
+	/* Racy between threads posting to one QP: a hint, either way right. */
+	stream = gap < srnic_engine_stream_ns() &&
+		 rx == READ_ONCE(qp->doorbell_rx_msgs);
+	WRITE_ONCE(qp->doorbell_ns, now);
+	WRITE_ONCE(qp->doorbell_rx_msgs, rx);
+	if (stream)
+		srnic_engine_task_poll(&qp->task, gap);
+	else
+		srnic_engine_task_run_here(&qp->task);
+}
+
+/*
  * A doorbell, or new kernel WQEs. In the error state the WQEs are flushed
  * right here, so they have completed when the post returns (as before the
- * engine existed, and as the tests rely on); otherwise the QP's engine task
- * processes the SQ.
+ * engine existed, and as the tests rely on). Otherwise the QP's task
+ * processes the SQ: a user QP's doorbell syscall runs it in the caller's
+ * context unless another context is running it already (the engine wakes
+ * only for what one budget leaves), and kernel posts, which may come from
+ * atomic context, wake the engine.
  */
 static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 {
@@ -386,6 +419,8 @@ static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 
 	if (state == IB_QPS_ERR || (is_sq && state == IB_QPS_SQE))
 		srnic_wq_flush(qp, is_sq ? &qp->sq : &qp->rq, is_sq);
+	else if (is_sq && qp->ibqp.uobject)
+		srnic_sq_doorbell(qp);
 	else
 		srnic_engine_task_schedule(&qp->task);
 }

@@ -432,11 +432,6 @@ static bool srnic_qp_work(struct srnic_qp *qp)
 	default:
 		break;
 	}
-	/*
-	 * The engine is awake and polls this SQ until it sleeps again: posts
-	 * need no doorbell, whatever set the flag (a state change, a sleep).
-	 */
-	srnic_queue_set_need_wakeup(&qp->sq.ring, false);
 	/* READ responses in progress, requests and responses, new READs. */
 	srnic_resp_run(qp, SRNIC_RX_BUDGET);
 	more = srnic_qp_rx(qp);
@@ -516,6 +511,7 @@ static bool srnic_qp_prepare_sleep(struct srnic_engine_task *task)
  */
 void srnic_qp_ask_doorbells(struct srnic_qp *qp)
 {
+	clear_bit(SRNIC_TASK_POLL_RINGS, &qp->task.flags);
 	srnic_queue_set_need_wakeup(&qp->sq.ring, true);
 	/*
 	 * Flag before the re-read of the producer index; pairs with the

@@ -189,6 +189,7 @@ static void srnic_resp_end_message(struct srnic_qp *qp)
 {
 	struct srnic_resp *resp = &qp->resp;
 
+	atomic_inc(&qp->rx_msgs);
 	srnic_sgl_put(&resp->sgl);
 	if (resp->write_mr)
 		srnic_mr_put(resp->write_mr);

@@ -351,9 +351,6 @@ static bool srnic_ud_run(struct srnic_engine_task *task)
 	default:
 		break;
 	}
-	/* Awake and polling this SQ until the engine sleeps: no doorbells. */
-	srnic_queue_set_need_wakeup(&qp->sq.ring, false);
-
 	for (budget = SRNIC_UD_RX_BUDGET; budget; budget--) {
 		skb = srnic_rx_dequeue(qp);
 		if (!skb)

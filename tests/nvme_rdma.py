@@ -125,8 +125,23 @@ def connect(addr, nqn=NQN, poll_queues=0, host_addr=None):
         f"nvme connect -t rdma to {addr} failed ({p.returncode})\n"
         f"stdout: {p.stdout}\nstderr: {p.stderr}\n"
         + harness.run("dmesg", check=False).stdout[-3000:])
-    return harness.wait_for(lambda: block_device(nqn), timeout=60,
-                            what=f"the block device of {nqn}")
+    return harness.wait_for(lambda: usable_block_device(nqn), timeout=60,
+                            what=f"the block device of {nqn}, open with "
+                            "O_DIRECT")
+
+
+def usable_block_device(nqn=NQN):
+    """block_device(nqn) once it opens with O_DIRECT, as fio opens it: a
+    namespace just listed may still be sized, and one of a controller that
+    went with its device may linger in /sys/block for a moment."""
+    dev = block_device(nqn)
+    if dev is None:
+        return None
+    try:
+        os.close(os.open(dev, os.O_RDONLY | os.O_DIRECT))
+    except OSError:
+        return None
+    return dev
 
 
 def disconnect(nqn=NQN, unload=True):

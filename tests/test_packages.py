@@ -49,7 +49,9 @@ def test_installed_from_the_packages_only():
             f"(make package-test), which installs the packages first\n"
             f"{out.stdout}{out.stderr}")
     assert not harness.module_loaded()
-    status = harness.run("dkms", "status", "srnic").stdout
+    # dkms status reads every module tree's state through many small
+    # processes: over a minute under TCG on a loaded host (seen on trixie).
+    status = harness.run("dkms", "status", "srnic", timeout=300).stdout
     assert re.search(rf"srnic/\S+, {re.escape(KVER)}, x86_64: installed",
                      status), status
     # DKMS's module and no other (vm-run staged no build-tree module).
