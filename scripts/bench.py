@@ -61,6 +61,7 @@ tool run is bounded by SRNIC_BENCH_TOOL_TIMEOUT seconds (default 60); a run
 that fails or times out is recorded as failed, with its error, and a line
 without one good run shows as FAILED.
 """
+import contextlib
 import datetime
 import json
 import os
@@ -100,6 +101,11 @@ def only_lines(lines, tools):
 
 
 PERFTESTS, SYSCALL_TOOLS = only_lines(PERFTESTS, SYSCALL_TOOLS)
+# SRNIC_BENCH_SECTIONS="cpu,syscalls": only these parts of the one-VM run
+# (memcpy, perftest, syscalls, cpu, nvme), for a quick look; unset: all.
+SECTIONS = set(w for w in os.environ.get(
+    "SRNIC_BENCH_SECTIONS", "memcpy,perftest,syscalls,cpu,nvme").split(",")
+    if w)
 # (driver, the line's topology): the order of a line's runs
 CONFIGS = [
     ("srnic", "one-device"),
@@ -170,7 +176,23 @@ CPU_RUNS = [
     ("send_lat_events", "ib_send_lat", 8, ("-e",), ITERS["lat"], "lat"),
     ("rc_pingpong_events", "ibv_rc_pingpong", 4 * KiB, ("-e",),
      ITERS["lat"], "lat"),
+    # The paths the provider's direct path does not serve (issue 22):
+    # srnic's engine path with the direct path off, and QPs that rdma_cm
+    # made (qperf's; iters: qperf's -t seconds), polled and event-driven.
+    ("send_lat_engine", "ib_send_lat", 8, (), ITERS["lat"], "lat"),
+    ("rc_lat_polled", "qperf", 1, ("-cm1", "-cp1"),
+     env_int("SRNIC_BENCH_QPERF_SECONDS", 5), "lat"),
+    ("rc_lat_events", "qperf", 1, ("-cm1",),
+     env_int("SRNIC_BENCH_QPERF_SECONDS", 5), "lat"),
 ]
+# CPU_RUNS run with srnic's direct path off (srnic.direct_path=N).
+DIRECT_PATH_OFF = {"send_lat_engine"}
+# CPU_RUNS lines named otherwise than by tool, arguments and size.
+CPU_LABELS = {
+    "send_lat_engine": "ib_send_lat polled 8 B, direct path off,",
+    "rc_lat_polled": "qperf -cm1 -cp1 rc_lat (polled) 1 B",
+    "rc_lat_events": "qperf -cm1 rc_lat (events) 1 B",
+}
 CPU_PORT_BASE = 19700
 # An idle connected RC QP pair (tests/rc_verbs.py) for this long, after a
 # second for the engines' polling windows to close; and the guest with no
@@ -540,6 +562,7 @@ class Bench:
     def cpu_run(self, topo, e, port):
         """One CPU_RUNS run on topo into e; two tries (perftest's clock
         calibration can fail under TCG), each on a port of its own."""
+        import harness
         from perftools import run_pair
 
         tag = f"cpu-{e['driver']}-{e['topology']}-{e['name']}"
@@ -549,10 +572,16 @@ class Bench:
                 return
             p = port + attempt
             argv = tool_argvs(topo, e, p)
+            direct_off = e["name"] in DIRECT_PATH_OFF and \
+                e["driver"] == "srnic"
             busy0, t0 = cpu_busy_seconds(), time.monotonic()
             try:
-                outs = run_pair(topo, argv[0], argv[1], p, self.logs,
-                                f"{tag}-{attempt + 1}", timeout=self.timeout)
+                with harness.module_param("direct_path", "N") \
+                        if direct_off else contextlib.nullcontext():
+                    outs = run_pair(topo, argv[0], argv[1], p, self.logs,
+                                    f"{tag}-{attempt + 1}",
+                                    timeout=self.timeout,
+                                    client_to_addr=e["tool"] != "qperf")
             except AssertionError as err:
                 e["error"] = str(err).splitlines()[0]
                 continue
@@ -567,6 +596,11 @@ class Bench:
                 e["lat_us"] = pingpong_usecs(outs)
                 if e["lat_us"] is None:
                     e["error"] = "no usec/iter line in the output"
+                    continue
+            elif e["tool"] == "qperf":
+                e["lat_us"] = qperf_usecs(outs)
+                if e["lat_us"] is None:
+                    e["error"] = "no latency line in qperf's output"
                     continue
             else:
                 result = parse_perftest(e["tool"], e["size"], outs)
@@ -671,11 +705,14 @@ class Bench:
             topology_mod.teardown(topo, veth)
 
     def run(self):
-        self.memcpy()
+        sections = SECTIONS
+        if "memcpy" in sections:
+            self.memcpy()
         topos = self.setup()
         try:
-            self.perftest_all(topos)
-            for driver in ("srnic", "rxe"):
+            if "perftest" in sections:
+                self.perftest_all(topos)
+            for driver in ("srnic", "rxe") if "syscalls" in sections else ():
                 topo = topos[driver, "one-device"]
                 for tool in SYSCALL_TOOLS:
                     e = {"driver": driver, "topology": "one-device",
@@ -685,11 +722,13 @@ class Bench:
                         self.record("syscalls", e)
                     else:
                         self.syscalls(topo, e)
-            self.cpu_all(topos)
+            if "cpu" in sections:
+                self.cpu_all(topos)
         finally:
             for teardown in self.teardown:
                 teardown()
-        self.nvme_all()
+        if "nvme" in sections:
+            self.nvme_all()
         self.raw["meta"]["guest_seconds"] = round(
             time.monotonic() - self.start)
         self.save()
@@ -821,8 +860,26 @@ def tool_argvs(topo, e, port):
         return [[e["tool"], "-d", end.name, "-g", str(end.gid_index), "-s",
                  str(e["size"]), "-n", str(e["iters"]), "-p", str(port),
                  *e["args"]] for end in (topo.a, topo.b)]
+    if e["tool"] == "qperf":
+        # rdma_cm picks the device by the server's address; "quit" ends
+        # the server after the test.
+        return [["qperf", "-lp", str(port)],
+                ["qperf", topo.a.addr, "-lp", str(port), "-t",
+                 str(e["iters"]), "-m", str(e["size"]), *e["args"],
+                 "rc_lat", "quit"]]
     return [perftest_argv(e["tool"], end, e["size"], e["iters"], port,
                           e["args"]) for end in (topo.a, topo.b)]
+
+
+def qperf_usecs(outputs):
+    """qperf's "latency = N us" (or ms, or ns) from the first output that
+    has it, in us, or None."""
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "sec": 1e6}
+    for out in outputs:
+        m = re.search(r"latency\s*=\s*([0-9.]+)\s*(ns|us|ms|sec)", out)
+        if m:
+            return float(m.group(1)) * scale[m.group(2)]
+    return None
 
 
 def pingpong_usecs(outputs):
@@ -1211,8 +1268,9 @@ class Report:
                 sv, rv = self.value(s, key), self.value(r, key)
                 ratio = sv / rv if sv is not None and rv else None
                 what = "CPU" if kind != "lat" else "latency"
-                self.add(f"{tool} {' '.join(extra) or 'polled'} "
-                         f"{size_text(size)} {topo} {what}", unit,
+                label = CPU_LABELS.get(name) or \
+                    f"{tool} {' '.join(extra) or 'polled'} {size_text(size)}"
+                self.add(f"{label} {topo} {what}", unit,
                          fmt(sv, digits), fmt(rv, digits), fmt(ratio, 2, "-"),
                          srnic_value=sv, rxe_value=rv, ratio_value=ratio,
                          errors={d: e.get("error") for d, e in

@@ -20,7 +20,10 @@
 # SRNIC_BENCH_ITERS_BW_4K, SRNIC_BENCH_ITERS_BW_64K, SRNIC_BENCH_ITERS_LAT
 # (perftest -n, defaults 2000, 5000, 1000), SRNIC_BENCH_ONLY (a comma list of
 # tools or tool:size, e.g. ib_write_lat,ib_write_bw:65536: only those lines),
-# SRNIC_BENCH_MTU (every veth's MTU, default 9000: RoCE path MTU 4096).
+# SRNIC_BENCH_MTU (every veth's MTU, default 9000: RoCE path MTU 4096),
+# SRNIC_BENCH_SECTIONS (a comma list of memcpy, perftest, syscalls, cpu,
+# nvme: only those parts of the one-VM run), SRNIC_BENCH_TWO_KERNELS=0 (no
+# two-kernel run), SRNIC_BENCH_QPERF_SECONDS (qperf rc_lat's -t, default 5).
 #
 # Needs srnic.ko and the provider built (`make`). Everything in build/bench
 # is made afresh by each run. Exit status: 0 when every line was measured,
@@ -93,7 +96,8 @@ load_start=$(load)
 pass_env=()
 for var in SRNIC_BENCH_TOOL_TIMEOUT SRNIC_BENCH_REPEAT SRNIC_BENCH_ITERS_BW_4K \
 	SRNIC_BENCH_ITERS_BW_64K SRNIC_BENCH_ITERS_LAT SRNIC_BENCH_ONLY \
-	SRNIC_BENCH_MTU; do
+	SRNIC_BENCH_MTU SRNIC_BENCH_SECTIONS SRNIC_BENCH_QPERF_SECONDS \
+	SRNIC_BENCH_ITERS_CPU_GB SRNIC_BENCH_ITERS_CPU_MSGS SRNIC_BENCH_IDLE_SECONDS; do
 	if [ -n "${!var:-}" ]; then
 		pass_env+=(--env "$var=${!var}")
 	fi
