@@ -300,6 +300,8 @@ void srnic_srq_qp_flushed(struct srnic_qp *qp);
  * SGLs, kernel buffers, packets and MRs
  */
 void srnic_sgl_put(struct srnic_sgl *sgl);
+int srnic_sgl_alloc(struct srnic_sgl *sgl, unsigned int max);
+void srnic_sgl_free(struct srnic_sgl *sgl);
 enum ib_wc_status srnic_sgl_get(struct srnic_dev *sdev, struct srnic_pd *pd,
 				const struct srnic_sge *sge, unsigned int num,
 				int access, struct srnic_sgl *sgl);

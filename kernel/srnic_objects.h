@@ -606,9 +606,17 @@ struct srnic_seg {
 	u32 len;
 };
 
-/* A message's pieces, at most one per SGE, and their total length. */
+/**
+ * struct srnic_sgl - a message's pieces, at most one per SGE
+ * @seg: @max pieces, allocated for the queue the SGEs come from
+ *	 (srnic_sgl_alloc())
+ * @max: room in @seg
+ * @num: pieces in use
+ * @len: their total length
+ */
 struct srnic_sgl {
-	struct srnic_seg seg[SRNIC_MAX_SGE];
+	struct srnic_seg *seg;
+	unsigned int max;
 	unsigned int num;
 	u64 len;
 };

@@ -547,6 +547,38 @@ static enum hrtimer_restart srnic_req_rnr_timer(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
+/*
+ * Room for the pieces of the messages the QP handles, sized by the queues
+ * their SGEs come from: its SQ's WQEs (sent, and READ and atomic results),
+ * its RQ's or any SRQ's receive WQEs (an XRC_TGT QP receives into the SRQs
+ * its requests name), and for local delivery the destination's.
+ */
+static int srnic_rc_alloc_sgls(struct srnic_qp *qp)
+{
+	unsigned int recv_sge = qp->rq.max_sge;
+	int err;
+
+	/* No RQ of its own (an SRQ's QP has none): any receive queue's. */
+	if (qp->ibqp.srq || qp->ibqp.qp_type == IB_QPT_XRC_TGT || !recv_sge)
+		recv_sge = SRNIC_MAX_SGE;
+	err = srnic_sgl_alloc(&qp->req.sgl, qp->sq.max_sge);
+	if (!err)
+		err = srnic_sgl_alloc(&qp->req.read_sgl, qp->sq.max_sge);
+	if (!err)
+		err = srnic_sgl_alloc(&qp->req.rsgl, SRNIC_MAX_SGE);
+	if (!err)
+		err = srnic_sgl_alloc(&qp->resp.sgl, recv_sge);
+	return err;
+}
+
+static void srnic_rc_free_sgls(struct srnic_qp *qp)
+{
+	srnic_sgl_free(&qp->req.sgl);
+	srnic_sgl_free(&qp->req.read_sgl);
+	srnic_sgl_free(&qp->req.rsgl);
+	srnic_sgl_free(&qp->resp.sgl);
+}
+
 /**
  * srnic_rc_init() - requester and responder state of a new QP
  * @qp: the QP, its rings set up
@@ -568,6 +600,9 @@ int srnic_rc_init(struct srnic_qp *qp)
 		err = -ENOMEM;
 		goto err;
 	}
+	err = srnic_rc_alloc_sgls(qp);
+	if (err)
+		goto err;
 	err = srnic_req_init(qp);
 	if (err)
 		goto err;
@@ -590,6 +625,7 @@ void srnic_rc_cleanup(struct srnic_qp *qp)
 	srnic_resp_cleanup(qp);
 	srnic_req_cleanup(qp);
 	skb_queue_purge(&qp->rxq);
+	srnic_rc_free_sgls(qp);
 	kfree(qp->req.wqe);
 	kfree(qp->req.rwqe);
 	qp->req.wqe = NULL;

@@ -10,6 +10,8 @@
 
 #include <linux/skbuff.h>
 
+#include <linux/slab.h>
+
 #include "srnic.h"
 #include "srnic_wire.h"
 
@@ -26,6 +28,35 @@ void srnic_sgl_put(struct srnic_sgl *sgl)
 			srnic_mr_put(sgl->seg[i].mr);
 	sgl->num = 0;
 	sgl->len = 0;
+}
+
+/**
+ * srnic_sgl_alloc() - room for the pieces of a message
+ * @sgl: an SGL, all zero
+ * @max: the most SGEs a message of the queue it serves carries (at least
+ *	 one piece is made room for: inline data)
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int srnic_sgl_alloc(struct srnic_sgl *sgl, unsigned int max)
+{
+	max = clamp_t(unsigned int, max, 1, SRNIC_MAX_SGE);
+	sgl->seg = kcalloc(max, sizeof(*sgl->seg), GFP_KERNEL);
+	if (!sgl->seg)
+		return -ENOMEM;
+	sgl->max = max;
+	return 0;
+}
+
+/**
+ * srnic_sgl_free() - undo srnic_sgl_alloc()
+ * @sgl: an SGL holding no MR (srnic_sgl_put()), or never allocated
+ */
+void srnic_sgl_free(struct srnic_sgl *sgl)
+{
+	kfree(sgl->seg);
+	sgl->seg = NULL;
+	sgl->max = 0;
 }
 
 /**
@@ -47,6 +78,9 @@ enum ib_wc_status srnic_sgl_get(struct srnic_dev *sdev, struct srnic_pd *pd,
 
 	sgl->num = 0;
 	sgl->len = 0;
+	/* Callers bound @num by the queue's max_sge, which sized @sgl. */
+	if (WARN_ON_ONCE(num > sgl->max))
+		return IB_WC_LOC_LEN_ERR;
 	for (i = 0; i < num; i++) {
 		struct srnic_mr *mr;
 
