@@ -11,10 +11,10 @@
  * - The doorbell syscall of a user SQ runs the requester in the caller's
  *   context (srnic_engine_task_run_here()), as rxe does: a ping-pong or an
  *   occasional post wakes no thread, and an idle device costs nothing.
- * - Each device's engine threads (one per online CPU at creation) run
- *   what other contexts hand them: received packets (from softirq),
- *   timers, kernel QPs' posts (which may come from atomic context), and
- *   the rest of a budget a doorbell left.
+ * - The engine threads (one per CPU, bound to it, shared by every device,
+ *   running while a device exists) run what other contexts hand them:
+ *   received packets (from softirq), timers, kernel QPs' posts (which may
+ *   come from atomic context), and the rest of a budget a doorbell left.
  * - Streams: a task whose doorbells come faster than the longest polling
  *   window, with nothing received in between (srnic_sq_doorbell()), is
  *   handed to its engine to poll (srnic_engine_task_poll()), so a steady
@@ -90,6 +90,17 @@ module_param(realtime, bool, 0444);
 MODULE_PARM_DESC(realtime,
 		 "Run engine threads SCHED_FIFO (lowest RT priority), so a polling engine's look at the rings preempts a spinning application at once instead of at its next time slice (default off: it can starve ksoftirqd)");
 
+/*
+ * The engines, one per CPU online when the first device came, shared by
+ * every device and bound to their CPUs; started with the first device and
+ * stopped with the last, so that srnic loaded with no device runs no
+ * thread.
+ */
+static struct srnic_engine *srnic_engines;
+static unsigned int srnic_num_engines;
+static unsigned int srnic_engine_users;		/* devices; srnic_engines_lock */
+static DEFINE_MUTEX(srnic_engines_lock);
+
 /* A polling engine's naps: idle time / 16, within these bounds. */
 #define SRNIC_ENGINE_NAP_MIN_USECS 50
 #define SRNIC_ENGINE_NAP_MAX_USECS 1000
@@ -134,8 +145,8 @@ static void srnic_engine_submit(struct srnic_engine *engine,
 }
 
 /**
- * srnic_engine_task_init() - bind a task to an engine of @sdev
- * @sdev: the device
+ * srnic_engine_task_init() - bind a task to an engine
+ * @sdev: the device, which holds the engines (srnic_engines_start())
  * @task: the task, embedded in its owner (a QP)
  * @ops: its callbacks
  * @key: spreads tasks over engines (the QPN)
@@ -148,7 +159,7 @@ void srnic_engine_task_init(struct srnic_dev *sdev,
 {
 	memset(task, 0, sizeof(*task));
 	task->ops = ops;
-	task->engine = &sdev->engines[key % sdev->num_engines];
+	task->engine = &srnic_engines[key % srnic_num_engines];
 	INIT_LIST_HEAD(&task->polled);
 }
 
@@ -521,32 +532,51 @@ static int srnic_engine_thread(void *arg)
 	return 0;
 }
 
-/**
- * srnic_engines_start() - start a device's engine threads
- * @sdev: the device
- */
-int srnic_engines_start(struct srnic_dev *sdev)
+static void srnic_engines_destroy(void)
 {
-	unsigned int i, n = clamp_t(unsigned int, num_online_cpus(), 1,
-				    SRNIC_MAX_ENGINES);
+	unsigned int i;
 
-	sdev->engines = kcalloc(n, sizeof(*sdev->engines), GFP_KERNEL);
-	if (!sdev->engines)
+	for (i = 0; i < srnic_num_engines; i++) {
+		WARN_ON(!list_empty(&srnic_engines[i].polled));
+		kthread_stop(srnic_engines[i].thread);
+	}
+	kfree(srnic_engines);
+	srnic_engines = NULL;
+	srnic_num_engines = 0;
+}
+
+static int srnic_engines_create(void)
+{
+	unsigned int n = 0, cpu;
+	int err = 0;
+
+	srnic_engines = kcalloc(min_t(unsigned int, num_online_cpus(),
+				      SRNIC_MAX_ENGINES),
+				sizeof(*srnic_engines), GFP_KERNEL);
+	if (!srnic_engines)
 		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		struct srnic_engine *engine = &sdev->engines[i];
+	for_each_online_cpu(cpu) {
+		struct srnic_engine *engine = &srnic_engines[n];
 		struct task_struct *thread;
 
+		if (n == SRNIC_MAX_ENGINES)
+			break;
 		init_llist_head(&engine->runnable);
 		init_llist_head(&engine->control);
 		INIT_LIST_HEAD(&engine->polled);
 		thread = kthread_create(srnic_engine_thread, engine,
-					"srnic/%d:%u", sdev->link_index, i);
+					"srnic/%u", cpu);
 		if (IS_ERR(thread)) {
-			sdev->num_engines = i;
-			srnic_engines_stop(sdev);
-			return PTR_ERR(thread);
+			err = PTR_ERR(thread);
+			break;
 		}
+		/*
+		 * Bound to its CPU, as siw's threads are; not kthread_bind(),
+		 * so that the scheduler moves it if the CPU goes offline and
+		 * an administrator may move it. A CPU that went offline
+		 * meanwhile leaves it unbound.
+		 */
+		set_cpus_allowed_ptr(thread, cpumask_of(cpu));
 		if (realtime)
 			sched_set_fifo_low(thread);
 		else
@@ -554,24 +584,41 @@ int srnic_engines_start(struct srnic_dev *sdev)
 						    MAX_NICE));
 		engine->thread = thread;
 		wake_up_process(thread);
+		srnic_num_engines = ++n;
 	}
-	sdev->num_engines = n;
-	return 0;
+	if (err)
+		srnic_engines_destroy();
+	return err;
 }
 
 /**
- * srnic_engines_stop() - stop a device's engine threads
+ * srnic_engines_start() - a device is coming: make sure the engines run
+ * @sdev: the device
+ *
+ * Return: 0, or a negative errno when the first device's engines could not
+ * be started.
+ */
+int srnic_engines_start(struct srnic_dev *sdev)
+{
+	int err = 0;
+
+	mutex_lock(&srnic_engines_lock);
+	if (!srnic_engine_users)
+		err = srnic_engines_create();
+	if (!err)
+		srnic_engine_users++;
+	mutex_unlock(&srnic_engines_lock);
+	return err;
+}
+
+/**
+ * srnic_engines_stop() - a device is gone: the last one stops the engines
  * @sdev: the device; all its tasks must have been stopped
  */
 void srnic_engines_stop(struct srnic_dev *sdev)
 {
-	unsigned int i;
-
-	for (i = 0; i < sdev->num_engines; i++) {
-		WARN_ON(!list_empty(&sdev->engines[i].polled));
-		kthread_stop(sdev->engines[i].thread);
-	}
-	kfree(sdev->engines);
-	sdev->engines = NULL;
-	sdev->num_engines = 0;
+	mutex_lock(&srnic_engines_lock);
+	if (!WARN_ON(!srnic_engine_users) && !--srnic_engine_users)
+		srnic_engines_destroy();
+	mutex_unlock(&srnic_engines_lock);
 }

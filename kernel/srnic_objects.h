@@ -229,8 +229,6 @@ struct srnic_fault {
  * @link_index: number in the parent's name
  * @net: namespace whose sockets the device uses (its netdev's at creation)
  * @counters: enum srnic_counter, updated from any context
- * @engines: the device's NIC engines
- * @num_engines: how many
  * @ah_table: AH number -> struct srnic_ah, for UD WQEs, under its own lock
  * @ah_next: next AH number xa_alloc_cyclic() tries
  * @fault: packet fault injection (debugfs)
@@ -272,8 +270,6 @@ struct srnic_dev {
 	int link_index;
 	possible_net_t net;
 	atomic64_t counters[SRNIC_NUM_COUNTERS];
-	struct srnic_engine *engines;
-	unsigned int num_engines;
 	struct xarray ah_table;
 	u32 ah_next;
 	struct srnic_fault fault;

@@ -318,10 +318,9 @@ def test_demo_shows_two_active_devices_with_gids(srnic):
     assert "13107200 bytes in" in out and "100 iters in" in out, out
 
 
-def engine_thread_pids(link):
-    """{name: pid} of the NIC engine threads of the device whose parent is
-    link."""
-    index = link[len("link"):]
+def engine_thread_pids():
+    """{name: pid} of srnic's NIC engine threads (srnic/CPU, shared by
+    every device)."""
     threads = {}
     for pid in os.listdir("/proc"):
         if pid.isdigit():
@@ -329,14 +328,22 @@ def engine_thread_pids(link):
                 comm = sysfs_read(f"/proc/{pid}/comm")
             except OSError:
                 continue
-            if comm.startswith(f"srnic/{index}:"):
+            if re.fullmatch(r"srnic/\d+", comm):
                 threads[comm] = int(pid)
     return threads
 
 
-def engine_threads(link):
-    """Names of the NIC engine threads of the device whose parent is link."""
-    return sorted(engine_thread_pids(link))
+def engine_threads():
+    """Names of srnic's NIC engine threads."""
+    return sorted(engine_thread_pids())
+
+
+def cpus_allowed(pid):
+    """The CPUs a task may run on, as /proc/PID/status lists them."""
+    for line in sysfs_read(f"/proc/{pid}/status").splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"no Cpus_allowed_list for {pid}")
 
 
 def nice_of(pid):
@@ -345,14 +352,21 @@ def nice_of(pid):
     return int(stat[stat.rindex(")") + 2:].split()[16])
 
 
-def test_engine_threads_live_with_the_device(srnic, veth):
+def test_engine_threads_live_with_the_devices(srnic, veth):
+    """One engine thread per CPU, bound to it, shared by every device:
+    started with the first device, stopped with the last, none while srnic
+    has no device (kernel/srnic_engine.c)."""
+    assert engine_threads() == []
     link_add("srnic0", veth.a)
-    link = os.path.basename(os.path.realpath(f"{SYSFS_IB}/srnic0/device"))
-    index = link[len("link"):]
-    assert engine_threads(link) == [f"srnic/{index}:{i}"
-                                    for i in range(os.cpu_count())]
+    pids = engine_thread_pids()
+    assert {name: cpus_allowed(pid) for name, pid in pids.items()} == \
+        {f"srnic/{c}": str(c) for c in range(os.cpu_count())}
+    link_add("srnic1", veth.b)
+    assert engine_thread_pids() == pids
     link_delete("srnic0")
-    assert engine_threads(link) == []
+    assert engine_thread_pids() == pids
+    link_delete("srnic1")
+    assert engine_threads() == []
 
 
 def test_engine_threads_run_at_engine_nice(srnic, veth):
@@ -361,8 +375,7 @@ def test_engine_threads_run_at_engine_nice(srnic, veth):
     with open("/sys/module/srnic/parameters/engine_nice") as f:
         assert int(f.read()) == -10
     link_add("srnic0", veth.a)
-    link = os.path.basename(os.path.realpath(f"{SYSFS_IB}/srnic0/device"))
-    pids = engine_thread_pids(link)
+    pids = engine_thread_pids()
     assert len(pids) == os.cpu_count()
     assert {name: nice_of(pid) for name, pid in pids.items()} == \
         {name: -10 for name in pids}
