@@ -547,19 +547,20 @@ static void srnic_engines_destroy(void)
 
 static int srnic_engines_create(void)
 {
+	unsigned int max = min_t(unsigned int, num_online_cpus(),
+				 SRNIC_MAX_ENGINES);
 	unsigned int n = 0, cpu;
 	int err = 0;
 
-	srnic_engines = kcalloc(min_t(unsigned int, num_online_cpus(),
-				      SRNIC_MAX_ENGINES),
-				sizeof(*srnic_engines), GFP_KERNEL);
+	srnic_engines = kcalloc(max, sizeof(*srnic_engines), GFP_KERNEL);
 	if (!srnic_engines)
 		return -ENOMEM;
 	for_each_online_cpu(cpu) {
 		struct srnic_engine *engine = &srnic_engines[n];
 		struct task_struct *thread;
 
-		if (n == SRNIC_MAX_ENGINES)
+		/* A CPU that came online since the count gets no engine. */
+		if (n == max)
 			break;
 		init_llist_head(&engine->runnable);
 		init_llist_head(&engine->control);
