@@ -179,9 +179,11 @@ install-provider:
 	install -d $(dir $(DRIVER_CONF))
 	echo "driver srnic" > $(DRIVER_CONF)
 
+# depmod only when a module went (it takes minutes in the TCG VM).
 uninstall:
-	rm -f $(MODULE_DIR)/srnic.ko $(PROVIDER_DIR)/libsrnic-rdmav*.so $(DRIVER_CONF)
-	if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
+	rm -f $(PROVIDER_DIR)/libsrnic-rdmav*.so $(DRIVER_CONF)
+	if [ -e $(MODULE_DIR)/srnic.ko ]; then rm -f $(MODULE_DIR)/srnic.ko && \
+		if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi; fi
 
 # The main job: deps, build, VM, two devices on a veth pair, shown, data moved.
 run: deps root all

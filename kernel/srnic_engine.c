@@ -468,6 +468,14 @@ static int srnic_engine_thread(void *arg)
 	u64 last_work = ktime_get_ns();
 	u64 busy_since = 0, sleep_start, idle;
 
+	/*
+	 * Bound to its CPU, as siw's threads are, but by itself rather than
+	 * with kthread_bind(): the scheduler still moves it if the CPU goes
+	 * offline, and an administrator may move it. Before its first run
+	 * it cannot be: since Linux 6.14 kthread() gives a new kthread its
+	 * node's housekeeping CPUs, undoing an affinity set by its creator.
+	 */
+	set_cpus_allowed_ptr(current, cpumask_of(engine->cpu));
 	srnic_engine_adapt_window(engine, U64_MAX);
 	while (!kthread_should_stop()) {
 		bool worked = srnic_engine_run_control(engine);
@@ -565,19 +573,13 @@ static int srnic_engines_create(void)
 		init_llist_head(&engine->runnable);
 		init_llist_head(&engine->control);
 		INIT_LIST_HEAD(&engine->polled);
+		engine->cpu = cpu;
 		thread = kthread_create(srnic_engine_thread, engine,
 					"srnic/%u", cpu);
 		if (IS_ERR(thread)) {
 			err = PTR_ERR(thread);
 			break;
 		}
-		/*
-		 * Bound to its CPU, as siw's threads are; not kthread_bind(),
-		 * so that the scheduler moves it if the CPU goes offline and
-		 * an administrator may move it. A CPU that went offline
-		 * meanwhile leaves it unbound.
-		 */
-		set_cpus_allowed_ptr(thread, cpumask_of(cpu));
 		if (realtime)
 			sched_set_fifo_low(thread);
 		else

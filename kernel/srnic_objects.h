@@ -77,12 +77,13 @@ enum srnic_counter {
 	SRNIC_NUM_COUNTERS,
 };
 
-/* The most engine threads one device runs (one per online CPU). */
+/* The most engine threads srnic runs (one per online CPU). */
 #define SRNIC_MAX_ENGINES 64
 
 /**
  * struct srnic_engine - one NIC engine thread (srnic_engine.c)
  * @thread: the kthread
+ * @cpu: the CPU it is bound to
  * @runnable: tasks with work, queued once each (SRNIC_TASK_QUEUED)
  * @control: attach/detach requests for the thread to carry out
  * @polled: tasks whose rings the thread polls; only the thread uses it
@@ -94,6 +95,7 @@ enum srnic_counter {
  */
 struct srnic_engine {
 	struct task_struct *thread;
+	unsigned int cpu;
 	struct llist_head runnable;
 	struct llist_head control;
 	struct list_head polled;
