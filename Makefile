@@ -101,7 +101,7 @@ FUZZ_WIRE_DEPS := $(FUZZ_WIRE_SRCS) kernel/srnic_wire.h kernel/srnic_wire_compat
 	userspace/tests/kshim/srnic_kshim.h
 
 .PHONY: all module provider deps root install install-module install-provider \
-	uninstall run check check-primary check-platform check-all unit-test checkpatch \
+	uninstall run check check-primary check-platform check-all unit-test checkpatch layering \
 	fuzz fuzz-build fuzz-merge vm-test print-platform-suites print-platform-topologies bench debug-kernel debug-check \
 	deb package-test compat-report platform-info clean
 
@@ -163,6 +163,13 @@ module provider unit-test deb compat-report:
 	$(PLATFORM_RUN) $(MAKE) --no-print-directory $@ PLATFORM=$(PLATFORM) || \
 		{ scripts/platform-build-report $(PLATFORM) $@; exit 1; }
 endif
+
+# The kernel files call only down the role order of scripts/kernel-layers.conf
+# (Documentation/design.rst), in PLATFORM's objects: its compat adapters differ.
+layering:
+	test -f $(MODULE_KO) || $(MAKE) module
+	scripts/kernel-call-edges.py --quiet --order scripts/kernel-layers.conf \
+		$(MODULE_BUILD)/kernel/srnic_*.o
 
 # Installing never rebuilds what is already built (it also runs in the VM).
 install: install-module install-provider
@@ -238,7 +245,7 @@ package-test: root
 
 # Every test on PLATFORM: what does not need a VM (on the host: checkpatch and the fuzzer
 # look at the sources, which are the same everywhere), then the VM suites.
-check-platform: deps root all unit-test
+check-platform: deps root all layering unit-test
 ifeq ($(PLATFORM),$(PRIMARY_PLATFORM))
 	$(MAKE) checkpatch fuzz
 endif

@@ -12,13 +12,17 @@
 
 #include "srnic_objects.h"
 
-/* srnic_main.c: the device list and device creation/teardown */
+/* srnic_devices.c: the device list */
+void srnic_dev_list_add(struct srnic_dev *sdev);
+void srnic_dev_list_del(struct srnic_dev *sdev);
 struct srnic_dev *srnic_dev_find_by_netdev(struct net_device *ndev);
+struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev);
+int srnic_local_gid_ifindex(struct net *net, const union ib_gid *gid);
+void srnic_unregister_devices(struct net *net);
+
+/* srnic_main.c: device creation and teardown */
 void srnic_dev_netdev_renamed(struct srnic_dev *sdev);
 void srnic_dev_dealloc(struct ib_device *ibdev);
-struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev);
-void srnic_unregister_net_devices(struct net *net);
-int srnic_local_gid_ifindex(struct net *net, const union ib_gid *gid);
 
 /* srnic_net.c: per-namespace UDP sockets, receive and transmit */
 struct srnic_pkt;
@@ -119,8 +123,11 @@ int srnic_queue_map(struct srnic_queue *q, struct ib_ucontext *uctx,
 void srnic_queue_destroy(struct srnic_queue *q);
 struct rdma_user_mmap_entry *
 srnic_mmap_entry_insert(struct ib_ucontext *uctx, void *buf, size_t size);
-int srnic_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
-void srnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
+struct srnic_direct_window *
+srnic_mmap_entry_window(struct rdma_user_mmap_entry *rdma_entry);
+int srnic_mmap_entry_map(struct rdma_user_mmap_entry *rdma_entry,
+			 struct vm_area_struct *vma);
+void srnic_mmap_entry_free(struct rdma_user_mmap_entry *rdma_entry);
 struct srnic_direct_window;
 struct rdma_user_mmap_entry *
 srnic_mmap_window_insert(struct ib_ucontext *uctx,
@@ -156,7 +163,8 @@ struct ib_mr *srnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 			     u32 max_num_sg);
 int srnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
-int srnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+void srnic_mr_unpublish(struct srnic_mr *mr);
+void srnic_mr_release(struct srnic_mr *mr);
 struct ib_mr *srnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
 				  struct ib_pd *ibpd, struct ib_udata *udata);
@@ -236,7 +244,10 @@ void srnic_debugfs_remove_dev(struct srnic_dev *sdev);
 int srnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata);
 int srnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
-int srnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int srnic_cq_resize_prepare(struct srnic_cq *cq, int cqe,
+			    struct ib_udata *udata, struct srnic_queue *ring);
+int srnic_cq_resize_commit(struct srnic_cq *cq, struct srnic_queue *ring,
+			   int cqe);
 int srnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int srnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
@@ -244,6 +255,30 @@ int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
 int srnic_cq_post_flush(struct srnic_cq *cq, u64 wr_id, u32 qp_num,
 			u8 wc_opcode);
 bool srnic_cq_adopt_lent(struct srnic_cq *cq, u32 n, u32 *producer);
+
+/* srnic_udata.c: checks of the driver data of uverbs commands */
+int srnic_udata_check_tail(struct ib_udata *udata, size_t known);
+int srnic_udata_check_reserved_req(struct ib_udata *udata);
+
+/* srnic_wq.c: work queue rings (SQ, RQ, SRQ) */
+int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header, u32 payload);
+u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
+		      const char *what, u32 num);
+u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq);
+void srnic_wq_pop(struct srnic_wq *rq, void *wqe);
+bool srnic_wq_pop_fit(struct srnic_wq *rq, void *wqe, u64 len);
+int srnic_wq_post_recv(struct srnic_wq *wq, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
+u8 srnic_wqe_wc_opcode(u8 wr_opcode);
+
+/* srnic_qp_state.c: entering QP states, flushing, the error state */
+void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state);
+void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event);
+void srnic_qp_to_error_locked(struct srnic_qp *qp);
+void srnic_qp_complete_to_error(struct srnic_qp *qp, struct srnic_cq *cq,
+				const struct srnic_cqe *cqe);
+void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq);
+void srnic_qp_task_flush(struct srnic_qp *qp);
 
 /* srnic_qp.c: queue pairs */
 int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -257,25 +292,6 @@ int srnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int srnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
-struct srnic_qp *srnic_qp_get_by_qpn(struct srnic_dev *sdev, u32 qpn);
-void srnic_qp_put(struct srnic_qp *qp);
-void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event);
-void srnic_qp_to_error_locked(struct srnic_qp *qp);
-void srnic_qp_complete_to_error(struct srnic_qp *qp, struct srnic_cq *cq,
-				const struct srnic_cqe *cqe);
-void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type);
-int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header, u32 payload);
-u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
-		      const char *what, u32 num);
-u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq);
-void srnic_wq_pop(struct srnic_wq *rq, void *wqe);
-bool srnic_wq_pop_fit(struct srnic_wq *rq, void *wqe, u64 len);
-void srnic_qp_task_flush(struct srnic_qp *qp);
-int srnic_wq_post_recv(struct srnic_wq *wq, const struct ib_recv_wr *wr,
-		       const struct ib_recv_wr **bad_wr);
-bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq);
-void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq);
-u8 srnic_wqe_wc_opcode(u8 wr_opcode);
 
 /* srnic_srq.c: shared receive queues */
 int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -318,6 +334,8 @@ int srnic_pkt_copy_to_mr(const struct sk_buff *skb,
 
 /* srnic_tx.c: the packet builder */
 u32 srnic_qp_mtu(struct srnic_qp *qp);
+int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
+		    const struct ib_global_route *grh, u32 lqpn, u32 rqpn);
 
 /**
  * struct srnic_txd - one packet to build (srnic_tx_build())
@@ -391,30 +409,26 @@ enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 				    struct srnic_sgl *local,
 				    enum ib_wc_status *status);
 
-/* srnic_rc.c: the QP engine task, the requester's common part */
-extern const struct srnic_engine_task_ops srnic_qp_task_ops;
-int srnic_rc_init(struct srnic_qp *qp);
-void srnic_rc_cleanup(struct srnic_qp *qp);
-int srnic_rc_resolve_dest(struct srnic_qp *qp);
-void srnic_rc_reset(struct srnic_qp *qp);
+/* srnic_sq.c: the send queue of every requester */
+bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode);
 enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
 				      const struct srnic_send_wqe *wqe,
 				      struct srnic_sgl *sgl);
 bool srnic_req_fetch(struct srnic_qp *qp);
 bool srnic_req_finish(struct srnic_qp *qp, enum ib_wc_status status, u64 len);
 void srnic_sq_publish_completed(struct srnic_qp *qp);
-void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
-			enum ib_wc_status status, u64 len);
-void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on);
-void srnic_qp_ask_doorbells(struct srnic_qp *qp);
-void srnic_qp_woken(struct srnic_engine_task *task);
-int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
-		    const struct ib_global_route *grh, u32 lqpn, u32 rqpn);
-
-bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode);
-u32 srnic_rnr_timer_usecs_of(u8 code);
+void srnic_req_wait_ns(struct srnic_qp *qp, u64 delay);
 void srnic_req_rnr_wait(struct srnic_qp *qp, u8 code);
 bool srnic_req_rnr_wait_over(struct srnic_qp *qp);
+void srnic_qp_ask_doorbells(struct srnic_qp *qp);
+void srnic_qp_woken(struct srnic_engine_task *task);
+
+/* srnic_rc.c: the QP engine task, the local-delivery requester */
+extern const struct srnic_engine_task_ops srnic_qp_task_ops;
+int srnic_rc_init(struct srnic_qp *qp);
+void srnic_rc_cleanup(struct srnic_qp *qp);
+int srnic_rc_resolve_dest(struct srnic_qp *qp);
+void srnic_rc_reset(struct srnic_qp *qp);
 
 /* Is a send WQE's IB_WR_* opcode compare & swap or fetch & add? */
 static inline bool srnic_wr_is_atomic(u8 opcode)
@@ -545,8 +559,7 @@ int srnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
 int srnic_destroy_ah(struct ib_ah *ibah, u32 flags);
 
 /* srnic_verbs.c: the ib_device_ops table */
-int srnic_udata_check_tail(struct ib_udata *udata, size_t known);
-int srnic_udata_check_reserved_req(struct ib_udata *udata);
+int srnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 extern const struct ib_device_ops srnic_dev_ops;
 
 /*

@@ -253,31 +253,20 @@ static int srnic_cq_swap_ring(struct srnic_cq *cq, struct srnic_queue *ring,
 }
 
 /**
- * srnic_resize_cq() - ib_device_ops.resize_cq
- * @ibcq: the CQ
- * @cqe: the size asked for; the CQ gets at least that many
+ * srnic_cq_resize_prepare() - the new ring of a resize_cq
+ * @cq: the CQ
+ * @cqe: the size asked for
  * @udata: driver data of a user CQ (struct srnic_resize_cq_req/resp);
  *	   NULL for a kernel CQ
+ * @ring: set up here: for a user CQ mapped, its offset in the response
  *
- * A new ring replaces the old one; the completions not yet polled move to
- * it, in order. A user CQ's provider maps the new ring from the response
- * and unmaps the old one; it holds its CQ lock throughout, so no poll runs
- * meanwhile. The old ring's pages stay alive while the process maps them.
- *
- * A CQ shrinks only to a size that holds the completions waiting to be
- * polled plus those its QPs' posted sends will still produce
- * (srnic_cq_sends_in_flight()), so that a shrink cannot set up an overrun.
- *
- * Return: 0; -EINVAL for a size out of range or smaller than that (the CQ
- * is unchanged); -ENOMEM.
+ * Return: 0; -EINVAL for a size out of range; -ENOMEM; a copy error. On
+ * error @ring is not set up.
  */
-int srnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+int srnic_cq_resize_prepare(struct srnic_cq *cq, int cqe,
+			    struct ib_udata *udata, struct srnic_queue *ring)
 {
-	struct srnic_cq *cq = to_srnic_cq(ibcq);
 	struct srnic_resize_cq_resp resp = {};
-	struct srnic_queue ring;
-	unsigned long flags;
-	u32 in_flight;
 	int err;
 
 	if (cqe < 1 || cqe > SRNIC_MAX_CQE)
@@ -287,7 +276,7 @@ int srnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		if (err)
 			return err;
 	}
-	err = srnic_queue_init(&ring, roundup_pow_of_two(cqe + 1),
+	err = srnic_queue_init(ring, roundup_pow_of_two(cqe + 1),
 			       sizeof(struct srnic_cqe));
 	if (err)
 		return err;
@@ -295,34 +284,48 @@ int srnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		struct srnic_ucontext *uctx = rdma_udata_to_drv_context(udata,
 					struct srnic_ucontext, ibuc);
 
-		err = srnic_queue_map(&ring, &uctx->ibuc, &resp.ring);
+		err = srnic_queue_map(ring, &uctx->ibuc, &resp.ring);
 		if (!err)
 			err = ib_copy_to_udata(udata, &resp,
 					       min_t(size_t, udata->outlen,
 						     sizeof(resp)));
 		if (err)
-			goto out_destroy;
+			srnic_queue_destroy(ring);
 	}
+	return err;
+}
 
+/**
+ * srnic_cq_resize_commit() - replace a CQ's ring with a bigger or smaller one
+ * @cq: the CQ; no loan of its ring may start meanwhile (srnic_direct.c)
+ * @ring: from srnic_cq_resize_prepare(); on return the ring to destroy (the
+ *	  old one, or on error the unused new one)
+ * @cqe: the size asked for
+ *
+ * Return: 0, or -EINVAL if the new size cannot hold the completions
+ * waiting to be polled and those its QPs' posted sends will still produce.
+ */
+int srnic_cq_resize_commit(struct srnic_cq *cq, struct srnic_queue *ring,
+			   int cqe)
+{
+	unsigned long flags;
+	u32 in_flight;
+	int err;
+
+	/* Growing needs no count: what fits the old ring fits the new one. */
+	in_flight = cqe < cq->ibcq.cqe ? srnic_cq_sends_in_flight(cq) : 0;
 	/*
 	 * lock before poll_lock, the order of a comp_handler (run under lock)
 	 * that polls or arms.
 	 */
-	/* A loan of the old ring ends first; none starts meanwhile. */
-	srnic_direct_cq_resize_begin(cq);
-	/* Growing needs no count: what fits the old ring fits the new one. */
-	in_flight = cqe < ibcq->cqe ? srnic_cq_sends_in_flight(cq) : 0;
 	spin_lock_irqsave(&cq->lock, flags);
 	spin_lock(&cq->poll_lock);
-	err = srnic_cq_swap_ring(cq, &ring, cqe, in_flight);
+	err = srnic_cq_swap_ring(cq, ring, cqe, in_flight);
 	spin_unlock(&cq->poll_lock);
 	spin_unlock_irqrestore(&cq->lock, flags);
-	srnic_direct_cq_resize_end(cq);
 	if (!err)
-		ibdev_dbg(ibcq->device, "CQ %u resized to %d\n", cq->cqn,
-			  ibcq->cqe);
-out_destroy:
-	srnic_queue_destroy(&ring);	/* the old ring, or the unused new one */
+		ibdev_dbg(cq->ibcq.device, "CQ %u resized to %d\n", cq->cqn,
+			  cq->ibcq.cqe);
 	return err;
 }
 

@@ -19,90 +19,11 @@
 
 #include "srnic.h"
 
-/*
- * All srnic devices, from registration until srnic_dev_dealloc(). The list
- * is protected by RTNL: the netdev notifier, which reads it, runs under
- * RTNL, and ib_register_device() takes RTNL itself, so no srnic lock may be
- * held around RTNL in the other order.
- */
-static LIST_HEAD(srnic_devices);
-
 /* Serialises device creation: held from the EEXIST check to publication. */
 static DEFINE_MUTEX(srnic_create_lock);
 
 static DEFINE_IDA(srnic_link_ids);
 static struct device *srnic_root;	/* /sys/devices/srnic */
-
-/**
- * srnic_dev_find_by_netdev() - the srnic device bound to @ndev, if any
- * @ndev: a netdev
- *
- * Context: RTNL held; the result stays valid while it is.
- */
-struct srnic_dev *srnic_dev_find_by_netdev(struct net_device *ndev)
-{
-	struct srnic_dev *sdev;
-
-	ASSERT_RTNL();
-
-	list_for_each_entry(sdev, &srnic_devices, list)
-		if (sdev->ndev == ndev)
-			return sdev;
-	return NULL;
-}
-
-/**
- * srnic_dev_get_by_netdev() - the srnic device of @ndev, referenced
- * @ndev: a netdev
- *
- * Callable from any context (the receive path uses it); drop the reference
- * with ib_device_put().
- */
-struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev)
-{
-	struct ib_device *ibdev;
-
-	ibdev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
-	if (!ibdev)
-		return NULL;
-	/* Other drivers may report RDMA_DRIVER_UNKNOWN too. */
-	if (ibdev->ops.dealloc_driver != srnic_dev_dealloc) {
-		ib_device_put(ibdev);
-		return NULL;
-	}
-	return to_srnic_dev(ibdev);
-}
-
-/**
- * srnic_local_gid_ifindex() - is @gid an srnic device's, in @net?
- * @net: the namespace of the asking device
- * @gid: a destination GID
- *
- * Return: the ifindex of the netdev of the srnic device owning @gid as a
- * RoCE v2 GID in @net (local delivery), or 0.
- */
-int srnic_local_gid_ifindex(struct net *net, const union ib_gid *gid)
-{
-	const struct ib_gid_attr *attr;
-	struct srnic_dev *sdev;
-	int ifindex = 0;
-
-	rtnl_lock();
-	list_for_each_entry(sdev, &srnic_devices, list) {
-		if (!net_eq(read_pnet(&sdev->net), net))
-			continue;
-		attr = rdma_find_gid_by_port(&sdev->ibdev, gid,
-					     IB_GID_TYPE_ROCE_UDP_ENCAP,
-					     SRNIC_PORT, NULL);
-		if (!IS_ERR(attr)) {
-			rdma_put_gid_attr(attr);
-			ifindex = sdev->ndev->ifindex;
-			break;
-		}
-	}
-	rtnl_unlock();
-	return ifindex;
-}
 
 static void srnic_parent_release(struct device *dev)
 {
@@ -202,9 +123,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 {
 	struct srnic_dev *sdev = to_srnic_dev(ibdev);
 
-	rtnl_lock();
-	list_del_init(&sdev->list);	/* on it unless set_netdev failed */
-	rtnl_unlock();
+	srnic_dev_list_del(sdev);	/* on it unless set_netdev failed */
 
 	srnic_debugfs_remove_dev(sdev);
 	srnic_fault_stop(sdev);
@@ -283,6 +202,14 @@ static void srnic_dev_sync_with_netdev(struct srnic_dev *sdev)
 		ib_unregister_device_queued(&sdev->ibdev);
 }
 
+/*
+ * The device's own lifetime; the verbs are srnic_dev_ops (srnic_verbs.c).
+ * ib_set_device_ops() merges the two.
+ */
+static const struct ib_device_ops srnic_dev_lifetime_ops = {
+	.dealloc_driver = srnic_dev_dealloc,
+};
+
 /**
  * srnic_newlink() - `rdma link add NAME type srnic netdev DEV`
  * @ibdev_name: NAME
@@ -346,6 +273,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	srnic_fault_init(sdev);
 	srnic_dev_init_attributes(sdev);
 	ib_set_device_ops(&sdev->ibdev, &srnic_dev_ops);
+	ib_set_device_ops(&sdev->ibdev, &srnic_dev_lifetime_ops);
 	sdev->ibdev.driver_def = srnic_uapi_defs;
 
 	/*
@@ -364,9 +292,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	 * can unlink; the extra reference keeps the memory valid until the
 	 * catch-up below, whatever unregistered the device meanwhile.
 	 */
-	rtnl_lock();
-	list_add_tail(&sdev->list, &srnic_devices);
-	rtnl_unlock();
+	srnic_dev_list_add(sdev);
 	get_device(&sdev->ibdev.dev);
 
 	/* Registration takes RTNL itself (to scan addresses for GIDs). */
@@ -412,43 +338,6 @@ static struct rdma_link_ops srnic_link_ops = {
 	.type = SRNIC_DRIVER_NAME,
 	.newlink = srnic_newlink,
 };
-
-/*
- * Unregister every srnic device (of @net only, if not NULL), including
- * those whose unregistration a netdev event already queued:
- * ib_unregister_device() waits for (or performs) the unregistration, and
- * srnic_dev_dealloc() takes the device off the list before it returns.
- */
-static void srnic_unregister_devices(struct net *net)
-{
-	struct srnic_dev *sdev, *found;
-
-	for (;;) {
-		found = NULL;
-		rtnl_lock();
-		list_for_each_entry(sdev, &srnic_devices, list) {
-			if (!net || net_eq(read_pnet(&sdev->net), net)) {
-				found = sdev;
-				get_device(&found->ibdev.dev);
-				break;
-			}
-		}
-		rtnl_unlock();
-		if (!found)
-			break;
-		ib_unregister_device(&found->ibdev);
-		put_device(&found->ibdev.dev);
-	}
-}
-
-/**
- * srnic_unregister_net_devices() - remove every device using @net
- * @net: a namespace being dismantled
- */
-void srnic_unregister_net_devices(struct net *net)
-{
-	srnic_unregister_devices(net);
-}
 
 static int __init srnic_init(void)
 {

@@ -699,21 +699,34 @@ int srnic_mr_invalidate(struct srnic_qp *qp, u32 key)
 }
 
 /*
- * Longer than any access can last (see srnic_dereg_mr()); only a leaked
+ * Longer than any access can last (see srnic_mr_release()); only a leaked
  * reference, a bug, makes a dereg_mr wait this long.
  */
 #define SRNIC_MR_DEREG_TIMEOUT_SECS 60
 
 /**
- * srnic_dereg_mr() - the dereg_mr verb
- * @ibmr: the MR
- * @udata: unused
+ * srnic_mr_unpublish() - take an MR's key out of the key table
+ * @mr: the MR, being deregistered
  *
- * Removes the key (new lookups miss), drops the registration's reference
- * and waits until the in-flight accesses have dropped theirs, so an MR
- * deregistered while the engine copies into it stays valid until the copy
- * ends. The pages are unpinned before returning; the struct is freed after
- * an RCU grace period.
+ * New lookups of the key miss; accesses that found it earlier still hold
+ * their references (srnic_mr_release() waits for them).
+ */
+void srnic_mr_unpublish(struct srnic_mr *mr)
+{
+	struct srnic_dev *sdev = to_srnic_dev(mr->ibmr.device);
+
+	/* Unless srnic_rereg_user_mr() put a successor there. */
+	xa_cmpxchg(&sdev->mr_table, mr->index, mr, NULL, GFP_KERNEL);
+}
+
+/**
+ * srnic_mr_release() - drop the registration's reference to an MR and free
+ *	it when the in-flight accesses have dropped theirs
+ * @mr: an MR srnic_mr_unpublish() took out of the key table
+ *
+ * An MR deregistered while the engine copies into it stays valid until the
+ * copy ends. The pages are unpinned before this returns; the struct is
+ * freed after an RCU grace period.
  *
  * The wait is bounded by construction: a reference from srnic_mr_lookup()
  * lasts one access that never waits for anything outside the host. The
@@ -727,26 +740,16 @@ int srnic_mr_invalidate(struct srnic_qp *qp, u32 key)
  * the dereg does not hang: after SRNIC_MR_DEREG_TIMEOUT_SECS it warns and
  * leaves the MR (pinned pages, struct) allocated for the holder, which may
  * still copy into it.
- *
- * Return: 0.
  */
-int srnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+void srnic_mr_release(struct srnic_mr *mr)
 {
-	struct srnic_dev *sdev = to_srnic_dev(ibmr->device);
-	struct srnic_mr *mr = to_srnic_mr(ibmr);
-
-	/* Unless srnic_rereg_user_mr() put a successor there. */
-	xa_cmpxchg(&sdev->mr_table, mr->index, mr, NULL, GFP_KERNEL);
-	/* No process maps its pages any more (they hold references). */
-	srnic_direct_mr_deregistered(mr);
 	srnic_mr_put(mr);
 	if (WARN(!wait_for_completion_timeout(&mr->released,
 					      SRNIC_MR_DEREG_TIMEOUT_SECS * HZ),
 		 "srnic: MR key 0x%x still referenced %d s after dereg_mr: leaked\n",
 		 mr->key, SRNIC_MR_DEREG_TIMEOUT_SECS))
-		return 0;
+		return;
 	srnic_mr_free(mr);
-	return 0;
 }
 
 /* Overflow-safe: is [iova, iova + len) inside the MR? */

@@ -1060,7 +1060,7 @@ static int __net_init srnic_net_init(struct net *net)
  */
 static void __net_exit srnic_net_exit(struct net *net)
 {
-	srnic_unregister_net_devices(net);
+	srnic_unregister_devices(net);
 	WARN_ON(srnic_net(net)->users);
 }
 

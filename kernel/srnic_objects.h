@@ -213,7 +213,7 @@ struct srnic_fault {
  *	    net/ directory links to @ndev so tools find the netdev
  * @parent_net_dir: the net/ directory under @parent
  * @parent_net_link: name of the link to @ndev in @parent_net_dir
- * @list: entry in srnic_devices
+ * @list: entry in the device list (srnic_devices.c)
  * @port: port state
  * @pd_ids: allocator of protection domain numbers
  * @mr_table: MR index (key >> 8) -> struct srnic_mr, read under RCU
@@ -1035,6 +1035,74 @@ static inline struct srnic_cq *srnic_resp_cq(struct srnic_qp *qp,
 					     struct srnic_srq *xsrq)
 {
 	return to_srnic_cq(xsrq ? xsrq->ibsrq.ext.cq : qp->ibqp.recv_cq);
+}
+
+/**
+ * srnic_wq_has_work() - does @wq hold WQEs not consumed yet?
+ * @qp: its QP
+ * @wq: the SQ or RQ
+ *
+ * Lockless and approximate (for polling and RNR checks); consumers read
+ * the producer index again under the queue's lock.
+ */
+static inline bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq)
+{
+	return READ_ONCE(wq->ring.ctrl->producer) != READ_ONCE(wq->consumer);
+}
+
+/**
+ * srnic_qp_get_by_qpn() - find a QP by number and take a reference
+ * @sdev: the device
+ * @qpn: the QP number
+ *
+ * For the engine and the receive path, in any context.
+ *
+ * Return: the QP, to be released with srnic_qp_put(), or NULL.
+ */
+static inline struct srnic_qp *
+srnic_qp_get_by_qpn(struct srnic_dev *sdev, u32 qpn)
+{
+	struct srnic_qp *qp;
+
+	rcu_read_lock();
+	qp = xa_load(&sdev->qps, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp;
+}
+
+/**
+ * srnic_qp_put() - drop a reference taken by srnic_qp_get_by_qpn()
+ * @qp: the QP
+ */
+static inline void srnic_qp_put(struct srnic_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
+}
+
+/**
+ * srnic_qp_event() - report an affiliated asynchronous event of a QP
+ * @qp: the QP
+ * @type: the event
+ */
+static inline void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = type,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
+}
+
+/* Would a WQE at @producer overrun @wq's consumer? */
+static inline bool srnic_wq_full(struct srnic_wq *wq, u32 producer)
+{
+	return producer - wq->consumer >= wq->ring.num_entries;
 }
 
 #endif /* SRNIC_OBJECTS_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * srnic: queue pairs, their control path and flushing.
+ * srnic: queue pairs: creation, modify and query, kernel posts, doorbells.
  *
  * An RC, UC or UD QP is two rings (srnic-abi.h): the SQ of 64-byte struct
  * srnic_send_wqe headers followed by SGEs or inline data, and the RQ of
@@ -12,11 +12,10 @@
  * srnic_post_recv() below write the same formats into kernel-only rings.
  *
  * modify_qp runs the IBTA state machine: ib_modify_qp_is_ok() validates the
- * transition and attribute mask, and a table gives the queue flags each
- * state implies. Entering the error state flushes every posted WQE the
- * kernel has not consumed with IB_WC_WR_FLUSH_ERR. The NIC engine, which
- * consumes WQEs in the other states, is not written yet: see
- * srnic_wq_doorbell().
+ * transition and attribute mask, and srnic_qp_state.c enters the new state
+ * (the queue flags it implies; RESET discards the posted WQEs, SQE and ERR
+ * flush them with IB_WC_WR_FLUSH_ERR). A doorbell hands the SQ to the QP's
+ * engine task (srnic_wq_doorbell()).
  */
 
 #include <linux/log2.h>
@@ -24,42 +23,6 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "srnic.h"
-
-/*
- * Shared-ring flags each state implies for the SQ and the RQ. Receive WQEs
- * are consumed when messages arrive, never by a doorbell, so posting them
- * needs no syscall, except in the error state, where the doorbell flushes
- * them.
- */
-static const struct {
-	u32 sq_flags;
-	u32 rq_flags;
-} srnic_qp_state_flags[] = {
-	[IB_QPS_RESET] = { SRNIC_QUEUE_NEED_WAKEUP, SRNIC_QUEUE_NEED_WAKEUP },
-	[IB_QPS_INIT] = { SRNIC_QUEUE_NEED_WAKEUP, 0 },
-	[IB_QPS_RTR] = { SRNIC_QUEUE_NEED_WAKEUP, 0 },
-	[IB_QPS_RTS] = { SRNIC_QUEUE_NEED_WAKEUP, 0 },
-	[IB_QPS_SQD] = { SRNIC_QUEUE_NEED_WAKEUP, 0 },
-	[IB_QPS_SQE] = { SRNIC_QUEUE_NEED_WAKEUP | SRNIC_QUEUE_ERROR, 0 },
-	[IB_QPS_ERR] = { SRNIC_QUEUE_NEED_WAKEUP | SRNIC_QUEUE_ERROR,
-			 SRNIC_QUEUE_NEED_WAKEUP | SRNIC_QUEUE_ERROR },
-};
-
-/* Completion opcode of a send WQE's IB_WR_* (= IBV_WR_*) opcode. */
-static const u8 srnic_send_wc_opcode[] = {
-	[IB_WR_RDMA_WRITE] = IB_WC_RDMA_WRITE,
-	[IB_WR_RDMA_WRITE_WITH_IMM] = IB_WC_RDMA_WRITE,
-	[IB_WR_SEND] = IB_WC_SEND,
-	[IB_WR_SEND_WITH_IMM] = IB_WC_SEND,
-	[IB_WR_RDMA_READ] = IB_WC_RDMA_READ,
-	[IB_WR_ATOMIC_CMP_AND_SWP] = IB_WC_COMP_SWAP,
-	[IB_WR_ATOMIC_FETCH_AND_ADD] = IB_WC_FETCH_ADD,
-	[IB_WR_LOCAL_INV] = IB_WC_LOCAL_INV,
-	[IB_WR_BIND_MW] = IB_WC_BIND_MW,
-	[IB_WR_SEND_WITH_INV] = IB_WC_SEND,
-	[SRNIC_WR_ATOMIC_WRITE] = SRNIC_WC_ATOMIC_WRITE,
-	[IB_WR_REG_MR] = IB_WC_REG_MR,
-};
 
 static_assert((int)IB_WR_RDMA_WRITE == (int)IB_UVERBS_WR_RDMA_WRITE &&
 	      (int)IB_WR_SEND_WITH_INV == (int)IB_UVERBS_WR_SEND_WITH_INV);
@@ -113,30 +76,6 @@ static int srnic_sq_write_reg_wqe(struct srnic_qp *qp,
 	return 0;
 }
 
-u8 srnic_wqe_wc_opcode(u8 wr_opcode)
-{
-	if (wr_opcode < ARRAY_SIZE(srnic_send_wc_opcode))
-		return srnic_send_wc_opcode[wr_opcode];
-	return IB_WC_SEND;
-}
-
-/**
- * srnic_qp_event() - report an affiliated asynchronous event of a QP
- * @qp: the QP
- * @type: the event
- */
-void srnic_qp_event(struct srnic_qp *qp, enum ib_event_type type)
-{
-	struct ib_event event = {
-		.device = qp->ibqp.device,
-		.element.qp = &qp->ibqp,
-		.event = type,
-	};
-
-	if (qp->ibqp.event_handler)
-		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
-}
-
 /* ---- Rings ------------------------------------------------------------ */
 
 /* The receive capabilities do not matter to a QP with an SRQ. */
@@ -150,228 +89,6 @@ static int srnic_qp_check_caps(const struct ib_qp_cap *cap, bool has_srq)
 			 cap->max_recv_sge > SRNIC_MAX_SGE))
 		return -EINVAL;
 	return 0;
-}
-
-/**
- * srnic_wq_init() - set up one work queue (SQ, RQ or SRQ)
- * @wq: the queue
- * @max_wr: entries asked for, rounded up to a power of two
- * @header: bytes of an entry's header
- * @payload: bytes after the header (SGEs, inline data); header and
- *	     payload are rounded up to a power of two together
- *
- * The queue starts asking for doorbells (SRNIC_QUEUE_NEED_WAKEUP).
- */
-int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header, u32 payload)
-{
-	u32 entry_size = roundup_pow_of_two(header + payload);
-	int err;
-
-	spin_lock_init(&wq->lock);
-	wq->consumer = 0;
-	err = srnic_queue_init(&wq->ring, roundup_pow_of_two(max(max_wr, 1U)),
-			       entry_size);
-	if (err)
-		return err;
-	wq->max_wr = wq->ring.num_entries;
-	wq->max_sge = min_t(u32, (entry_size - header) /
-			    sizeof(struct srnic_sge), SRNIC_MAX_SGE);
-	WRITE_ONCE(wq->ring.ctrl->flags, SRNIC_QUEUE_NEED_WAKEUP);
-	return 0;
-}
-
-/* Publish the flags @state implies. Kernel memory is the truth. */
-static void srnic_qp_set_queue_flags(struct srnic_qp *qp,
-				     enum ib_qp_state state)
-{
-	WRITE_ONCE(qp->sq.ring.ctrl->flags,
-		   srnic_qp_state_flags[state].sq_flags);
-	if (qp->rq.ring.ctrl)	/* none with an SRQ */
-		WRITE_ONCE(qp->rq.ring.ctrl->flags,
-			   srnic_qp_state_flags[state].rq_flags);
-	/*
-	 * The flags are visible before the flush reads the producer
-	 * indexes; pairs with the provider's fence between publishing its
-	 * producer index and loading the flags, so every WQE is flushed
-	 * either by us now or after the doorbell it then rings.
-	 */
-	smp_mb();
-}
-
-/**
- * srnic_wq_producer() - the producer index of a work queue, read once
- * @wq: the queue; the caller holds its lock
- * @ibdev: its device, for the debug message
- * @what: "QP" or "SRQ", for the debug message
- * @num: the QP or SRQ number, for the debug message
- *
- * Return: the index, validated against the kernel's consumer index: at
- * most a ring's worth of new WQEs, else none (the consumer index).
- */
-u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
-		      const char *what, u32 num)
-{
-	/* Pairs with the producer's release: WQE contents are visible. */
-	u32 producer = smp_load_acquire(&wq->ring.ctrl->producer);
-
-	if (producer - wq->consumer > wq->ring.num_entries) {
-		ibdev_dbg(ibdev, "%s %u: bogus producer index %u\n", what, num,
-			  producer);
-		return wq->consumer;
-	}
-	return producer;
-}
-
-/**
- * srnic_wq_pop() - copy out the entry at a receive queue's consumer index
- * @rq: an RQ or SRQ holding at least one entry, its lock held
- * @wqe: where to copy it (the ring's entry size)
- *
- * The slot goes back to the producer.
- */
-void srnic_wq_pop(struct srnic_wq *rq, void *wqe)
-{
-	srnic_wq_pop_fit(rq, wqe, 0);
-}
-
-/**
- * srnic_wq_pop_fit() - srnic_wq_pop() if the entry's buffers hold @len bytes
- * @rq: an RQ or SRQ holding at least one entry, its lock held
- * @wqe: where to copy it (the ring's entry size); copied in any case
- * @len: the message's length; 0 takes the entry whatever its SGEs
- *
- * The sum of the copy's SGE lengths is what srnic_sgl_get() makes of them
- * when their MRs are good. An entry with more SGEs than the queue allows is
- * taken: it is the WQE's own error, which the caller reports.
- *
- * Return: whether the entry was taken; if not, it stays at the consumer
- * index for the next message.
- */
-bool srnic_wq_pop_fit(struct srnic_wq *rq, void *wqe, u64 len)
-{
-	const struct srnic_recv_wqe *rwqe = wqe;
-	const struct srnic_sge *sge = (const struct srnic_sge *)(rwqe + 1);
-	u64 room = 0;
-	unsigned int i;
-
-	memcpy(wqe, srnic_queue_entry(&rq->ring, rq->consumer),
-	       rq->ring.entry_size);
-	if (len && rwqe->num_sge <= rq->max_sge) {
-		for (i = 0; i < rwqe->num_sge; i++)
-			room += sge[i].length;
-		if (room < len)
-			return false;
-	}
-	rq->consumer++;
-	/* Done reading the slot: the producer may reuse it. */
-	smp_store_release(&rq->ring.ctrl->consumer, rq->consumer);
-	return true;
-}
-
-/* srnic_wq_producer() of a QP's SQ or RQ. */
-u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq)
-{
-	return srnic_wq_producer(wq, qp->ibqp.device, "QP", qp->ibqp.qp_num);
-}
-
-/**
- * srnic_wq_has_work() - does @wq hold WQEs not consumed yet?
- * @qp: its QP
- * @wq: the SQ or RQ
- *
- * Lockless and approximate (for polling and RNR checks); consumers read
- * the producer index again under the queue's lock.
- */
-bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq)
-{
-	return READ_ONCE(wq->ring.ctrl->producer) != READ_ONCE(wq->consumer);
-}
-
-/*
- * Complete every posted, unconsumed WQE of @wq with IB_WC_WR_FLUSH_ERR.
- * Each WQE header is copied once from the ring before use. CQEs lost to
- * a CQ overrun are lost; the CQ reports it (IB_EVENT_CQ_ERR). A QP with
- * an SRQ has no RQ to flush: the SRQ's WQEs stay for the other QPs.
- */
-void srnic_wq_flush(struct srnic_qp *qp, struct srnic_wq *wq, bool is_sq)
-{
-	struct srnic_cq *cq = to_srnic_cq(is_sq ? qp->ibqp.send_cq :
-					  qp->ibqp.recv_cq);
-	enum ib_qp_state state;
-	unsigned long flags;
-	u32 producer;
-
-	if (!wq->ring.ctrl)
-		return;
-	spin_lock_irqsave(&wq->lock, flags);
-	/*
-	 * The caller saw the error state, perhaps long ago: the task that
-	 * read it before a RESET must not flush the new connection's WQEs.
-	 * RESET stores the state before it takes this lock to discard.
-	 */
-	state = READ_ONCE(qp->state);
-	if (state != IB_QPS_ERR && !(is_sq && state == IB_QPS_SQE)) {
-		spin_unlock_irqrestore(&wq->lock, flags);
-		return;
-	}
-	producer = srnic_wq_read_producer(qp, wq);
-	for (; wq->consumer != producer; wq->consumer++) {
-		void *entry = srnic_queue_entry(&wq->ring, wq->consumer);
-		u8 wc_opcode = IB_WC_RECV;
-		u64 wr_id;
-
-		if (is_sq) {
-			struct srnic_send_wqe wqe;
-
-			memcpy(&wqe, entry, sizeof(wqe));
-			wr_id = wqe.wr_id;
-			wc_opcode = srnic_wqe_wc_opcode(wqe.opcode);
-		} else {
-			struct srnic_recv_wqe wqe;
-
-			memcpy(&wqe, entry, sizeof(wqe));
-			wr_id = wqe.wr_id;
-		}
-		srnic_cq_post_flush(cq, wr_id, qp->ibqp.qp_num, wc_opcode);
-	}
-	/* Our reads of the slots complete before the producer reuses them. */
-	smp_store_release(&wq->ring.ctrl->consumer, wq->consumer);
-	if (is_sq) {
-		/* After the flush completions (srnic_sq_publish_completed()). */
-		smp_store_release(&wq->ring.ctrl->completed, wq->consumer);
-	}
-	spin_unlock_irqrestore(&wq->lock, flags);
-}
-
-/**
- * srnic_qp_task_flush() - a QP task's work in the error state
- * @qp: the QP, in IB_QPS_ERR; called by its task
- *
- * Completes what the provider still posts with IB_WC_WR_FLUSH_ERR and,
- * for a QP on an SRQ, reports IB_EVENT_QP_LAST_WQE_REACHED once.
- */
-void srnic_qp_task_flush(struct srnic_qp *qp)
-{
-	srnic_wq_flush(qp, &qp->sq, true);
-	srnic_wq_flush(qp, &qp->rq, false);
-	if (qp->ibqp.srq)
-		srnic_srq_qp_flushed(qp);
-}
-
-/* Discard posted WQEs without completions, as entering RESET does. */
-static void srnic_wq_discard(struct srnic_qp *qp, struct srnic_wq *wq)
-{
-	unsigned long flags;
-
-	if (!wq->ring.ctrl)	/* a QP with an SRQ */
-		return;
-	spin_lock_irqsave(&wq->lock, flags);
-	wq->consumer = READ_ONCE(wq->ring.ctrl->producer);
-	/* Slots are handed back only after any read of them. */
-	smp_store_release(&wq->ring.ctrl->consumer, wq->consumer);
-	/* Nothing discarded completes (an RQ's is unused). */
-	smp_store_release(&wq->ring.ctrl->completed, wq->consumer);
-	spin_unlock_irqrestore(&wq->lock, flags);
 }
 
 /*
@@ -423,39 +140,6 @@ static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 		srnic_sq_doorbell(qp);
 	else
 		srnic_engine_task_schedule(&qp->task);
-}
-
-/* ---- QPN table -------------------------------------------------------- */
-
-/**
- * srnic_qp_get_by_qpn() - find a QP by number and take a reference
- * @sdev: the device
- * @qpn: the QP number
- *
- * For the engine and the receive path, in any context.
- *
- * Return: the QP, to be released with srnic_qp_put(), or NULL.
- */
-struct srnic_qp *srnic_qp_get_by_qpn(struct srnic_dev *sdev, u32 qpn)
-{
-	struct srnic_qp *qp;
-
-	rcu_read_lock();
-	qp = xa_load(&sdev->qps, qpn);
-	if (qp && !refcount_inc_not_zero(&qp->ref))
-		qp = NULL;
-	rcu_read_unlock();
-	return qp;
-}
-
-/**
- * srnic_qp_put() - drop a reference taken by srnic_qp_get_by_qpn()
- * @qp: the QP
- */
-void srnic_qp_put(struct srnic_qp *qp)
-{
-	if (refcount_dec_and_test(&qp->ref))
-		complete(&qp->released);
 }
 
 /* ---- create / destroy ------------------------------------------------- */
@@ -743,60 +427,6 @@ static void srnic_qp_store_attrs(struct srnic_qp *qp,
 		rdma_replace_ah_attr(&a->ah_attr, &attr->ah_attr);
 }
 
-/*
- * Enter @state: publish the queue flags it implies, then do what entering
- * it means for WQEs already posted. Called under state_lock.
- */
-static void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
-{
-	/* Pairs with the receive path's acquire: attributes are set. */
-	smp_store_release(&qp->state, state);
-	srnic_qp_set_queue_flags(qp, state);
-	srnic_direct_qp_changed(qp);
-
-	switch (state) {
-	case IB_QPS_RESET:
-		srnic_wq_discard(qp, &qp->sq);
-		srnic_wq_discard(qp, &qp->rq);
-		atomic_set(&qp->last_wqe_pending, 0);
-		/*
-		 * The old connection's packets go now (the receive path queues
-		 * none in RESET); its wire state goes at the task's next run,
-		 * which may come only after the QP is back in RTS.
-		 */
-		skb_queue_purge(&qp->rxq);
-		atomic_set(&qp->wire_reset, 1);
-		rdma_destroy_ah_attr(&qp->attrs.ah_attr);
-		memset(&qp->attrs, 0, sizeof(qp->attrs));
-		break;
-	case IB_QPS_SQD:
-		/*
-		 * Nothing is in flight without the engine: the SQ is drained
-		 * at once. The engine will report it when its outstanding
-		 * requests are acknowledged.
-		 */
-		if (qp->attrs.en_sqd_async_notify)
-			srnic_qp_event(qp, IB_EVENT_SQ_DRAINED);
-		break;
-	case IB_QPS_SQE:
-		srnic_wq_flush(qp, &qp->sq, true);
-		break;
-	case IB_QPS_ERR:
-		srnic_wq_flush(qp, &qp->sq, true);
-		srnic_wq_flush(qp, &qp->rq, false);
-		if (qp->ibqp.srq)
-			srnic_srq_qp_error(qp);
-		/*
-		 * The task forgets the wire state (queued packets, timers,
-		 * held WQE) now, not at the next post or modify.
-		 */
-		srnic_engine_task_schedule(&qp->task);
-		break;
-	default:
-		break;
-	}
-}
-
 /**
  * srnic_modify_qp() - ib_device_ops.modify_qp
  * @ibqp: the QP
@@ -851,59 +481,6 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 out_unlock:
 	mutex_unlock(&qp->state_lock);
 	return err;
-}
-
-/**
- * srnic_qp_to_error() - move a QP to the error state from the data path
- * @qp: the QP
- * @event: the affiliated asynchronous event to report (e.g.
- *	   IB_EVENT_QP_FATAL), or 0 for none
- *
- * For the engine: a fatal WQE, retry exhaustion, a lost CQE. Sleeps.
- */
-void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event)
-{
-	mutex_lock(&qp->state_lock);
-	srnic_qp_to_error_locked(qp);
-	mutex_unlock(&qp->state_lock);
-	if (event)
-		srnic_qp_event(qp, event);
-}
-
-/**
- * srnic_qp_to_error_locked() - srnic_qp_to_error() without the event, for
- *	a caller holding state_lock
- * @qp: the QP; left as it is in the error or reset state
- *
- * For the engine, to do more before the consumer can see or change the new
- * state: the responder enters the error state, then sends its NAK.
- */
-void srnic_qp_to_error_locked(struct srnic_qp *qp)
-{
-	lockdep_assert_held(&qp->state_lock);
-	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET)
-		srnic_qp_enter_state(qp, IB_QPS_ERR);
-}
-
-/**
- * srnic_qp_complete_to_error() - post an error completion and enter the
- *	error state as one step
- * @qp: the QP
- * @cq: the CQ of the work queue the completion is for
- * @cqe: the error completion
- *
- * For the engine. The completion is posted under state_lock and the QP is
- * in the error state before the lock is dropped, so a modify_qp the
- * consumer makes after polling the completion (to RESET, to start over)
- * waits for the transition and is not undone by it. Sleeps.
- */
-void srnic_qp_complete_to_error(struct srnic_qp *qp, struct srnic_cq *cq,
-				const struct srnic_cqe *cqe)
-{
-	mutex_lock(&qp->state_lock);
-	srnic_cq_post(cq, cqe, false);
-	srnic_qp_to_error_locked(qp);
-	mutex_unlock(&qp->state_lock);
 }
 
 /**
@@ -965,11 +542,6 @@ int srnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 }
 
 /* ---- post ------------------------------------------------------------- */
-
-static bool srnic_wq_full(struct srnic_wq *wq, u32 producer)
-{
-	return producer - wq->consumer >= wq->ring.num_entries;
-}
 
 /* Write one kernel send WR into the SQ slot of @producer. */
 static int srnic_sq_write_wqe(struct srnic_qp *qp, u32 producer,
@@ -1099,51 +671,6 @@ int srnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	spin_unlock_irqrestore(&sq->lock, flags);
 
 	srnic_wq_doorbell(qp, true);
-	return err;
-}
-
-/**
- * srnic_wq_post_recv() - write kernel receive WRs into an RQ or SRQ
- * @wq: the queue, a kernel-only ring
- * @wr: work requests
- * @bad_wr: the first request not posted, on error
- *
- * Return: 0, -ENOMEM when the ring is full, -EINVAL for too many SGEs.
- */
-int srnic_wq_post_recv(struct srnic_wq *wq, const struct ib_recv_wr *wr,
-		       const struct ib_recv_wr **bad_wr)
-{
-	unsigned long flags;
-	u32 producer, i;
-	int err = 0;
-
-	spin_lock_irqsave(&wq->lock, flags);
-	producer = wq->ring.ctrl->producer;
-	for (; wr; wr = wr->next) {
-		struct srnic_recv_wqe *wqe;
-		struct srnic_sge *sge;
-
-		if (srnic_wq_full(wq, producer) || wr->num_sge < 0 ||
-		    wr->num_sge > wq->max_sge) {
-			err = srnic_wq_full(wq, producer) ? -ENOMEM : -EINVAL;
-			*bad_wr = wr;
-			break;
-		}
-		wqe = srnic_queue_entry(&wq->ring, producer);
-		sge = (struct srnic_sge *)(wqe + 1);
-		memset(wqe, 0, sizeof(*wqe));
-		wqe->wr_id = wr->wr_id;
-		wqe->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		producer++;
-	}
-	/* WQE contents before the index that publishes them. */
-	smp_store_release(&wq->ring.ctrl->producer, producer);
-	spin_unlock_irqrestore(&wq->lock, flags);
 	return err;
 }
 

@@ -165,40 +165,47 @@ void srnic_queue_destroy(struct srnic_queue *q)
 	memset(q, 0, sizeof(*q));
 }
 
-/*
- * ib_device_ops.mmap: map a ring, a device memory allocation or a direct
- * window the context was given the offset of.
+/**
+ * srnic_mmap_entry_window() - the direct window an mmap entry stands for
+ * @rdma_entry: an entry of srnic_queue_map(), srnic_mmap_insert() or
+ *		srnic_mmap_window_insert()
+ *
+ * Return: the window, or NULL for an entry of a buffer.
  */
-int srnic_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+struct srnic_direct_window *
+srnic_mmap_entry_window(struct rdma_user_mmap_entry *rdma_entry)
 {
-	struct rdma_user_mmap_entry *rdma_entry;
-	struct srnic_mmap_entry *entry;
-	int err;
-
-	rdma_entry = rdma_user_mmap_entry_get(uctx, vma);
-	if (!rdma_entry)
-		return -EINVAL;
-	entry = to_srnic_mmap_entry(rdma_entry);
-	if (entry->window) {
-		err = srnic_direct_mmap(entry->window, vma);
-	} else if (vma->vm_end - vma->vm_start !=
-		   rdma_entry->npages << PAGE_SHIFT) {
-		/* The whole ring or nothing: partial maps would hide entries. */
-		err = -EINVAL;
-	} else {
-		err = remap_vmalloc_range(vma, entry->buf, 0);
-	}
-	rdma_user_mmap_entry_put(rdma_entry);
-	return err;
+	return to_srnic_mmap_entry(rdma_entry)->window;
 }
 
-/* ib_device_ops.mmap_free: the last reference to an entry is gone. */
-void srnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+/**
+ * srnic_mmap_entry_map() - map the buffer of an mmap entry (a ring, device
+ *	memory) into @vma
+ * @rdma_entry: an entry that is not a window's
+ * @vma: the mapping asked for
+ *
+ * Return: 0, -EINVAL for a mapping of part of the buffer (it would hide
+ * entries), or remap_vmalloc_range()'s error.
+ */
+int srnic_mmap_entry_map(struct rdma_user_mmap_entry *rdma_entry,
+			 struct vm_area_struct *vma)
 {
 	struct srnic_mmap_entry *entry = to_srnic_mmap_entry(rdma_entry);
 
-	if (entry->window)
-		srnic_direct_entry_free(entry->window);
+	if (vma->vm_end - vma->vm_start != rdma_entry->npages << PAGE_SHIFT)
+		return -EINVAL;
+	return remap_vmalloc_range(vma, entry->buf, 0);
+}
+
+/**
+ * srnic_mmap_entry_free() - free an mmap entry and its buffer
+ * @rdma_entry: the entry, whose last reference is gone (its window, if it
+ *		has one, already released)
+ */
+void srnic_mmap_entry_free(struct rdma_user_mmap_entry *rdma_entry)
+{
+	struct srnic_mmap_entry *entry = to_srnic_mmap_entry(rdma_entry);
+
 	vfree(entry->buf);
 	kfree(entry);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * srnic: a QP's engine task and the requester's common part (fetching
- * and completing send WQEs, RNR waits), for RC, UC and XRC QPs.
+ * srnic: a QP's engine task for RC, UC and XRC QPs, and the requester of
+ * local delivery (the send queue's common part is srnic_sq.c).
  *
  * The task (srnic_qp_task_ops) runs on the NIC engine that owns the QP:
  * received packets go to the responder (srnic_resp.c) or, for responses,
@@ -23,178 +23,9 @@
 #include "srnic.h"
 #include "srnic_wire.h"
 
-/* IBTA 9.7.5.2.8: RNR NAK timer field -> microseconds. */
-static const u32 srnic_rnr_timer_usecs[32] = {
-	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
-	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
-	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
-};
-
-/**
- * srnic_rnr_timer_usecs_of() - the delay an RNR NAK timer code asks for
- * @code: the 5-bit code (min_rnr_timer)
- */
-u32 srnic_rnr_timer_usecs_of(u8 code)
-{
-	return srnic_rnr_timer_usecs[code & 31];
-}
-
 #define SRNIC_RNR_RETRY_INFINITE 7
 
 /* ---- The requester ---------------------------------------------------- */
-
-/**
- * srnic_wqe_opcode_supported() - may a send WQE of @qp carry @opcode?
- * @qp: an RC or UC QP
- * @opcode: the WQE's opcode (IB_WR_*), from the ring: untrusted
- *
- * A WQE that may not completes with IB_WC_LOC_QP_OP_ERR.
- */
-bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode)
-{
-	switch (opcode) {
-	case IB_WR_SEND:
-	case IB_WR_SEND_WITH_IMM:
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		return true;
-	case IB_WR_BIND_MW:
-	case IB_WR_LOCAL_INV:
-		return true;
-	case IB_WR_REG_MR:	/* names a kernel MR: kernel QPs only */
-		return !qp->ibqp.uobject;
-	case IB_WR_RDMA_READ:
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-	case IB_WR_SEND_WITH_INV:
-	case SRNIC_WR_ATOMIC_WRITE:
-		return srnic_qp_acked(qp);	/* not on UC */
-	default:
-		return false;
-	}
-}
-
-/**
- * srnic_req_local_sgl() - the requester's side of a message
- * @qp: the requester
- * @wqe: a snapshot of the send WQE
- * @sgl: its SGEs, resolved with the access the operation needs, or its
- *	 inline data
- *
- * An atomic's result goes to exactly one SGE of SRNIC_ATOMIC_SIZE bytes,
- * and an ATOMIC WRITE's value is exactly SRNIC_ATOMIC_SIZE bytes of inline
- * data, whatever the QP's max_inline_data (the provider refuses anything
- * else with EINVAL; a ring scribbled on completes with a local error).
- *
- * Return: IB_WC_SUCCESS or the local error to complete the WQE with.
- */
-enum ib_wc_status srnic_req_local_sgl(struct srnic_qp *qp,
-				      const struct srnic_send_wqe *wqe,
-				      struct srnic_sgl *sgl)
-{
-	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
-	const struct srnic_sge *sge = (const struct srnic_sge *)(wqe + 1);
-	u32 room = qp->sq.ring.entry_size - sizeof(*wqe);
-
-	if (wqe->opcode == SRNIC_WR_ATOMIC_WRITE &&
-	    (!(wqe->flags & SRNIC_WQE_INLINE) ||
-	     wqe->inline_len != SRNIC_ATOMIC_SIZE))
-		return IB_WC_LOC_QP_OP_ERR;
-	if (wqe->flags & SRNIC_WQE_INLINE) {
-		u32 max_inline = wqe->opcode == SRNIC_WR_ATOMIC_WRITE ?
-				 SRNIC_ATOMIC_SIZE : qp->max_inline;
-
-		if (srnic_wr_is_rd_atomic(wqe->opcode) ||
-		    wqe->inline_len > min(room, max_inline))
-			return IB_WC_LOC_QP_OP_ERR;
-		sgl->num = 0;
-		sgl->len = wqe->inline_len;
-		if (wqe->inline_len)
-			sgl->seg[sgl->num++] = (struct srnic_seg) {
-				.buf = (const u8 *)(wqe + 1),
-				.len = wqe->inline_len,
-			};
-		return IB_WC_SUCCESS;
-	}
-	if (wqe->num_sge > qp->sq.max_sge)
-		return IB_WC_LOC_QP_OP_ERR;
-	if (srnic_wr_is_atomic(wqe->opcode) &&
-	    (wqe->num_sge != 1 || sge->length != SRNIC_ATOMIC_SIZE))
-		return IB_WC_LOC_LEN_ERR;
-	return srnic_sgl_get(sdev, to_srnic_pd(qp->ibqp.pd), sge, wqe->num_sge,
-			     srnic_wr_is_rd_atomic(wqe->opcode) ?
-			     IB_ACCESS_LOCAL_WRITE : 0, sgl);
-}
-
-/**
- * srnic_req_complete() - complete a send WQE, if signaled or failed
- * @qp: the requester
- * @wqe: a snapshot of the WQE
- * @status: its completion status
- * @len: message length (reported for READs)
- *
- * A lost completion (CQ overrun) sets @qp->req.fatal.
- */
-void srnic_req_complete(struct srnic_qp *qp, const struct srnic_send_wqe *wqe,
-			enum ib_wc_status status, u64 len)
-{
-	struct srnic_cqe cqe = {
-		.wr_id = wqe->wr_id,
-		.status = status,
-		.opcode = srnic_wqe_wc_opcode(wqe->opcode),
-		.byte_len = srnic_wr_is_rd_atomic(wqe->opcode) ? len : 0,
-		.qp_num = qp->ibqp.qp_num,
-	};
-
-	if (status == IB_WC_SUCCESS && !(wqe->flags & SRNIC_WQE_SIGNALED) &&
-	    !qp->sq_sig_all)
-		return;
-	if (srnic_cq_post(to_srnic_cq(qp->ibqp.send_cq), &cqe, false))
-		qp->req.fatal = true;
-}
-
-/*
- * Stop the requester for @delay ns: srnic_req_rnr_wait_over() says when
- * it is over, and a timer schedules the task then. The RNR wait and the
- * wait for a local responder that did not answer both use it.
- */
-static void srnic_req_wait_ns(struct srnic_qp *qp, u64 delay)
-{
-	qp->req.rnr_until = ktime_get_ns() + delay;
-	qp->req.rnr_waiting = true;
-	hrtimer_start(&qp->req.rnr_hrtimer, ns_to_ktime(delay),
-		      HRTIMER_MODE_REL);
-}
-
-/**
- * srnic_req_rnr_wait() - wait before retrying, as an RNR NAK asks
- * @qp: the QP, from its task
- * @code: the responder's RNR timer code (its min_rnr_timer)
- *
- * The requester stops until the delay @code stands for has passed (not
- * rounded up to a jiffy): then a timer schedules the task again.
- */
-void srnic_req_rnr_wait(struct srnic_qp *qp, u8 code)
-{
-	srnic_req_wait_ns(qp, (u64)srnic_rnr_timer_usecs_of(code) *
-			  NSEC_PER_USEC);
-}
-
-/**
- * srnic_req_rnr_wait_over() - may the requester go on after an RNR wait?
- * @qp: the QP, from its task
- *
- * Return: true if no RNR wait is in progress (any more).
- */
-bool srnic_req_rnr_wait_over(struct srnic_qp *qp)
-{
-	if (!qp->req.rnr_waiting)
-		return true;
-	if (ktime_get_ns() < qp->req.rnr_until)
-		return false;
-	qp->req.rnr_waiting = false;
-	return true;
-}
 
 /*
  * Wait before retrying a WQE no local responder answered: the local ACK
@@ -204,103 +35,6 @@ bool srnic_req_rnr_wait_over(struct srnic_qp *qp)
 static void srnic_req_no_answer_wait(struct srnic_qp *qp)
 {
 	srnic_req_wait_ns(qp, jiffies_to_nsecs(srnic_req_ack_timeout(qp)));
-}
-
-/**
- * srnic_req_fetch() - snapshot the WQE at the SQ's consumer index
- * @qp: the QP, from its task
- *
- * The copy goes to @qp->req.wqe, its index to @qp->req.index.
- *
- * Return: false if the SQ is empty.
- */
-bool srnic_req_fetch(struct srnic_qp *qp)
-{
-	struct srnic_wq *sq = &qp->sq;
-	unsigned long flags;
-	bool fetched = false;
-
-	spin_lock_irqsave(&sq->lock, flags);
-	if (srnic_wq_read_producer(qp, sq) != sq->consumer) {
-		memcpy(qp->req.wqe, srnic_queue_entry(&sq->ring, sq->consumer),
-		       sq->ring.entry_size);
-		qp->req.index = sq->consumer;
-		fetched = true;
-	}
-	spin_unlock_irqrestore(&sq->lock, flags);
-	return fetched;
-}
-
-/**
- * srnic_sq_publish_completed() - say that the retired WQEs are complete
- * @qp: the QP
- *
- * Once their completions are in the CQ and a failed one has put the QP in
- * the error state. The consumer index goes back to the provider earlier,
- * at retirement, as a NIC frees a slot before its completion shows: a
- * consumer that polled a completion may fill the slot at once. The
- * provider's direct path takes an SQ whose completed index caught up with
- * its producer index to mean that nothing posted is still to complete.
- */
-void srnic_sq_publish_completed(struct srnic_qp *qp)
-{
-	struct srnic_wq *sq = &qp->sq;
-	unsigned long flags;
-
-	spin_lock_irqsave(&sq->lock, flags);
-	/* The completions and the error state come first. */
-	smp_store_release(&sq->ring.ctrl->completed, sq->consumer);
-	spin_unlock_irqrestore(&sq->lock, flags);
-}
-
-/*
- * Take the fetched WQE off the SQ, unless a flush (the QP entered the
- * error state meanwhile) already completed it. Returns whether it was
- * retired here (and must be completed).
- */
-static bool srnic_req_retire(struct srnic_qp *qp)
-{
-	struct srnic_wq *sq = &qp->sq;
-	unsigned long flags;
-	bool retired = false;
-
-	spin_lock_irqsave(&sq->lock, flags);
-	if (sq->consumer == qp->req.index) {
-		sq->consumer++;
-		/* Done with the slot: the provider may reuse it. */
-		smp_store_release(&sq->ring.ctrl->consumer, sq->consumer);
-		retired = true;
-	}
-	spin_unlock_irqrestore(&sq->lock, flags);
-	return retired;
-}
-
-/**
- * srnic_req_finish() - retire the fetched WQE and complete it
- * @qp: the QP, from its task
- * @status: the WQE's outcome
- * @len: bytes it moved (for the completion of a READ or atomic)
- *
- * A failed WQE, or a completion the CQ had no room for, puts the QP in
- * the error state; then the WQE counts as completed.
- *
- * Return: whether the requester may go on (false: flushed meanwhile, or
- * the QP is now in the error state).
- */
-bool srnic_req_finish(struct srnic_qp *qp, enum ib_wc_status status, u64 len)
-{
-	bool ok;
-
-	if (!srnic_req_retire(qp))
-		return false;	/* flushed: the QP is in the error state */
-	srnic_req_complete(qp, qp->req.wqe, status, len);
-	ok = status == IB_WC_SUCCESS && !qp->req.fatal;
-	if (!ok) {
-		qp->req.fatal = false;
-		srnic_qp_to_error(qp, 0);
-	}
-	srnic_sq_publish_completed(qp);
-	return ok;
 }
 
 /*
@@ -394,25 +128,6 @@ static bool srnic_qp_rx(struct srnic_qp *qp)
 	return !skb_queue_empty_lockless(&qp->rxq);
 }
 
-/**
- * srnic_queue_set_need_wakeup() - ask for doorbells on a queue, or not
- * @q: the queue
- * @on: set SRNIC_QUEUE_NEED_WAKEUP, or clear it (not on a queue in error)
- */
-void srnic_queue_set_need_wakeup(struct srnic_queue *q, bool on)
-{
-	u32 old, new;
-
-	do {
-		old = READ_ONCE(q->ctrl->flags);
-		/* A queue in error keeps asking for doorbells. */
-		if (!on && (old & SRNIC_QUEUE_ERROR))
-			return;
-		new = on ? old | SRNIC_QUEUE_NEED_WAKEUP :
-			   old & ~SRNIC_QUEUE_NEED_WAKEUP;
-	} while (new != old && cmpxchg(&q->ctrl->flags, old, new) != old);
-}
-
 /* What a run of an RC QP's task does; see srnic_qp_run(). */
 static bool srnic_qp_work(struct srnic_qp *qp)
 {
@@ -503,32 +218,6 @@ static bool srnic_qp_prepare_sleep(struct srnic_engine_task *task)
 		return srnic_qp_has_work(task);
 	srnic_qp_ask_doorbells(qp);
 	return srnic_qp_has_work(task);
-}
-
-/**
- * srnic_qp_ask_doorbells() - the engine stops polling the QP's SQ
- * @qp: the QP; the caller re-reads the SQ's producer index afterwards
- */
-void srnic_qp_ask_doorbells(struct srnic_qp *qp)
-{
-	clear_bit(SRNIC_TASK_POLL_RINGS, &qp->task.flags);
-	srnic_queue_set_need_wakeup(&qp->sq.ring, true);
-	/*
-	 * Flag before the re-read of the producer index; pairs with the
-	 * provider's fence between publishing an index and reading flags.
-	 */
-	smp_mb();
-}
-
-/**
- * srnic_qp_woken() - engine callback: polling again, no doorbells needed
- * @task: the QP's task (RC, UC or UD)
- */
-void srnic_qp_woken(struct srnic_engine_task *task)
-{
-	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
-
-	srnic_queue_set_need_wakeup(&qp->sq.ring, false);
 }
 
 const struct srnic_engine_task_ops srnic_qp_task_ops = {
@@ -645,42 +334,6 @@ void srnic_rc_reset(struct srnic_qp *qp)
 	skb_queue_purge(&qp->rxq);
 	srnic_req_reset(qp);
 	srnic_resp_reset(qp);
-}
-
-/**
- * srnic_path_init() - the path to a destination, from an address vector
- * @path: the result
- * @sgid: the source GID (RoCE v2)
- * @grh: the destination's global route
- * @lqpn: the sending QP
- * @rqpn: the destination QP (with @lqpn, the UDP source port's entropy
- *	  when the flow label is 0)
- *
- * Return: 0, or -EINVAL when the GIDs mix IPv4 and IPv6.
- */
-int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
-		    const struct ib_global_route *grh, u32 lqpn, u32 rqpn)
-{
-	u32 fl = grh->flow_label;
-
-	memset(path, 0, sizeof(*path));
-	path->ipv6 = !ipv6_addr_v4mapped((struct in6_addr *)sgid->raw);
-	if (path->ipv6 != !ipv6_addr_v4mapped((struct in6_addr *)grh->dgid.raw))
-		return -EINVAL;
-	if (path->ipv6) {
-		memcpy(&path->saddr.v6, sgid->raw, 16);
-		memcpy(&path->daddr.v6, grh->dgid.raw, 16);
-	} else {
-		memcpy(&path->saddr.v4, sgid->raw + 12, 4);
-		memcpy(&path->daddr.v4, grh->dgid.raw + 12, 4);
-	}
-	path->traffic_class = grh->traffic_class;
-	path->hop_limit = grh->hop_limit ? grh->hop_limit : 64;
-	if (!fl)
-		fl = rdma_calc_flow_label(lqpn, rqpn);
-	path->flow_label = fl;
-	path->sport = htons(rdma_get_udp_sport(fl, lqpn, rqpn));
-	return 0;
 }
 
 /* The path of a wire destination, from the QP's address vector. */

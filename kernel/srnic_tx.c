@@ -227,3 +227,39 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
 	return err;
 }
+
+/**
+ * srnic_path_init() - the path to a destination, from an address vector
+ * @path: the result
+ * @sgid: the source GID (RoCE v2)
+ * @grh: the destination's global route
+ * @lqpn: the sending QP
+ * @rqpn: the destination QP (with @lqpn, the UDP source port's entropy
+ *	  when the flow label is 0)
+ *
+ * Return: 0, or -EINVAL when the GIDs mix IPv4 and IPv6.
+ */
+int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
+		    const struct ib_global_route *grh, u32 lqpn, u32 rqpn)
+{
+	u32 fl = grh->flow_label;
+
+	memset(path, 0, sizeof(*path));
+	path->ipv6 = !ipv6_addr_v4mapped((struct in6_addr *)sgid->raw);
+	if (path->ipv6 != !ipv6_addr_v4mapped((struct in6_addr *)grh->dgid.raw))
+		return -EINVAL;
+	if (path->ipv6) {
+		memcpy(&path->saddr.v6, sgid->raw, 16);
+		memcpy(&path->daddr.v6, grh->dgid.raw, 16);
+	} else {
+		memcpy(&path->saddr.v4, sgid->raw + 12, 4);
+		memcpy(&path->daddr.v4, grh->dgid.raw + 12, 4);
+	}
+	path->traffic_class = grh->traffic_class;
+	path->hop_limit = grh->hop_limit ? grh->hop_limit : 64;
+	if (!fl)
+		fl = rdma_calc_flow_label(lqpn, rqpn);
+	path->flow_label = fl;
+	path->sport = htons(rdma_get_udp_sport(fl, lqpn, rqpn));
+	return 0;
+}

@@ -17,8 +17,8 @@
  * as rxe and mlx5 do. Datagrams with the wrong Q_Key, or without a receive
  * WQE (UD has no RNR), are dropped and counted.
  *
- * Everything reuses the RC engine's pieces (srnic_rc.c): WQE fetch, retire
- * and completion, SGL resolution, packet building (srnic_tx_build()).
+ * Everything reuses the requesters' pieces (srnic_sq.c): WQE fetch, retire
+ * and completion, SGL resolution; and packet building (srnic_tx_build()).
  */
 
 #include <linux/inetdevice.h>

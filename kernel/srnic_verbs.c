@@ -191,59 +191,6 @@ static void srnic_get_dev_fw_str(struct ib_device *ibdev, char *str)
 	snprintf(str, IB_FW_VERSION_NAME_MAX, "%d.0.0", SRNIC_ABI_VERSION);
 }
 
-/**
- * srnic_udata_check_tail() - refuse driver data this kernel does not know
- * @udata: a command's driver data
- * @known: bytes of it this kernel understands
- *
- * Driver data that follows a command must not carry fields this kernel
- * does not know: a newer provider must not believe they were honoured.
- *
- * Return: 0, or -EOPNOTSUPP if a byte past @known is not zero.
- */
-int srnic_udata_check_tail(struct ib_udata *udata, size_t known)
-{
-	if (udata->inlen > known &&
-	    !ib_is_udata_cleared(udata, known, udata->inlen - known))
-		return -EOPNOTSUPP;
-	return 0;
-}
-
-/**
- * srnic_udata_check_reserved_req() - check a request that is one reserved u64
- * @udata: driver data of create_cq, create_qp, create_srq or resize_cq
- *	   (struct srnic_create_cq_req, srnic_create_qp_req,
- *	   srnic_create_srq_req, srnic_resize_cq_req),
- *	   possibly shorter or longer
- *
- * Return: 0, -EINVAL for a non-zero reserved field (or a non-zero prefix of
- * it, from a request shorter than the field), -EOPNOTSUPP for unknown
- * non-zero trailing bytes, or a copy error.
- */
-int srnic_udata_check_reserved_req(struct ib_udata *udata)
-{
-	u64 reserved = 0;
-	int err;
-
-	static_assert(sizeof(struct srnic_create_cq_req) == sizeof(reserved));
-	static_assert(sizeof(struct srnic_create_qp_req) == sizeof(reserved));
-	static_assert(sizeof(struct srnic_create_srq_req) == sizeof(reserved));
-	static_assert(sizeof(struct srnic_resize_cq_req) == sizeof(reserved));
-	if (udata->inlen < sizeof(reserved)) {
-		/* A shorter request is a prefix of the reserved field. */
-		if (udata->inlen &&
-		    !ib_is_udata_cleared(udata, 0, udata->inlen))
-			return -EINVAL;
-		return 0;
-	}
-	err = ib_copy_from_udata(&reserved, udata, sizeof(reserved));
-	if (err)
-		return err;
-	if (reserved)
-		return -EINVAL;
-	return srnic_udata_check_tail(udata, sizeof(reserved));
-}
-
 /* What every user context is told (alloc_ucontext, sysfs). */
 static const struct srnic_alloc_ucontext_resp srnic_ucontext_resp = {
 	.abi_version = SRNIC_ABI_VERSION,
@@ -349,6 +296,96 @@ static int srnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
+/**
+ * srnic_resize_cq() - ib_device_ops.resize_cq
+ * @ibcq: the CQ
+ * @cqe: the size asked for; the CQ gets at least that many
+ * @udata: driver data of a user CQ (struct srnic_resize_cq_req/resp);
+ *	   NULL for a kernel CQ
+ *
+ * A new ring replaces the old one; the completions not yet polled move to
+ * it, in order. A user CQ's provider maps the new ring from the response
+ * and unmaps the old one; it holds its CQ lock throughout, so no poll runs
+ * meanwhile. The old ring's pages stay alive while the process maps them.
+ *
+ * A CQ shrinks only to a size that holds the completions waiting to be
+ * polled plus those its QPs' posted sends will still produce
+ * (srnic_cq_sends_in_flight()), so that a shrink cannot set up an overrun.
+ *
+ * Return: 0; -EINVAL for a size out of range or smaller than that (the CQ
+ * is unchanged); -ENOMEM.
+ */
+int srnic_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct srnic_cq *cq = to_srnic_cq(ibcq);
+	struct srnic_queue ring;
+	int err;
+
+	err = srnic_cq_resize_prepare(cq, cqe, udata, &ring);
+	if (err)
+		return err;
+	/* A loan of the old ring ends first; none starts meanwhile. */
+	srnic_direct_cq_resize_begin(cq);
+	err = srnic_cq_resize_commit(cq, &ring, cqe);
+	srnic_direct_cq_resize_end(cq);
+	srnic_queue_destroy(&ring);	/* the old ring, or the unused new one */
+	return err;
+}
+
+/**
+ * srnic_dereg_mr() - ib_device_ops.dereg_mr
+ * @ibmr: the MR
+ * @udata: unused
+ *
+ * Removes the key (new lookups miss), revokes the direct windows onto the
+ * MR, then waits until the in-flight accesses are done and frees it
+ * (srnic_mr_release()).
+ *
+ * Return: 0.
+ */
+static int srnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct srnic_mr *mr = to_srnic_mr(ibmr);
+
+	srnic_mr_unpublish(mr);
+	/* No process maps its pages any more (they hold references). */
+	srnic_direct_mr_deregistered(mr);
+	srnic_mr_release(mr);
+	return 0;
+}
+
+/*
+ * ib_device_ops.mmap: map a ring, a device memory allocation or a direct
+ * window the context was given the offset of.
+ */
+static int srnic_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rdma_entry;
+	struct srnic_direct_window *window;
+	int err;
+
+	rdma_entry = rdma_user_mmap_entry_get(uctx, vma);
+	if (!rdma_entry)
+		return -EINVAL;
+	window = srnic_mmap_entry_window(rdma_entry);
+	if (window)
+		err = srnic_direct_mmap(window, vma);
+	else
+		err = srnic_mmap_entry_map(rdma_entry, vma);
+	rdma_user_mmap_entry_put(rdma_entry);
+	return err;
+}
+
+/* ib_device_ops.mmap_free: the last reference to an entry is gone. */
+static void srnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+{
+	struct srnic_direct_window *window = srnic_mmap_entry_window(rdma_entry);
+
+	if (window)
+		srnic_direct_entry_free(window);
+	srnic_mmap_entry_free(rdma_entry);
+}
+
 static ssize_t srnic_abi_version_show(struct device *device,
 				      struct device_attribute *attr, char *buf)
 {
@@ -417,7 +454,6 @@ const struct ib_device_ops srnic_dev_ops = {
 	.create_srq = srnic_create_srq,
 	.create_user_ah = srnic_create_ah,
 	.dealloc_dm = srnic_dealloc_dm,
-	.dealloc_driver = srnic_dev_dealloc,
 	.dealloc_mw = srnic_dealloc_mw,
 	.dealloc_pd = srnic_dealloc_pd,
 	.dealloc_ucontext = srnic_dealloc_ucontext,

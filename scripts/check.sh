@@ -51,7 +51,7 @@ stage "bookworm: every test" env SRNIC_TEST_MATRIX=check SRNIC_RDMA_CORE_RXE=0 \
 stage "roots: $others" wait "$roots" || { cat build/platform-roots.log; status=1; }
 for p in $others; do
 	stage "$p: builds, unit tests, packages" \
-		$make --no-print-directory all unit-test deb PLATFORM="$p" || { status=1; continue; }
+		$make --no-print-directory all layering unit-test deb PLATFORM="$p" || { status=1; continue; }
 	stage "$p: VM suites" env SRNIC_TEST_TOPOLOGIES="$($make -s print-platform-topologies)" \
 		SRNIC_TEST_MATRIX=platform SRNIC_RDMA_CORE_RXE=0 \
 		$make --no-print-directory vm-test PLATFORM="$p" \

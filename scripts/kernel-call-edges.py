@@ -102,17 +102,19 @@ def read_order(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--order")
+    ap.add_argument("--quiet", action="store_true",
+                    help="print only what breaks the order, and the count")
     ap.add_argument("objs", nargs="*")
     args = ap.parse_args()
     objs = args.objs or sorted(glob.glob("kernel/srnic_*.o"))
     if not objs:
         sys.exit("kernel-call-edges: no objects: run `make module` first")
     nodes, edges = edges_of(objs)
-    for name in nodes:
-        print(f"{name} -> {' '.join(sorted(edges[name])) or '(none)'}")
-    groups = cycles(nodes, edges)
-    for group in groups:
-        print(f"cycle: {' '.join(group)}")
+    if not args.quiet:
+        for name in nodes:
+            print(f"{name} -> {' '.join(sorted(edges[name])) or '(none)'}")
+        for group in cycles(nodes, edges):
+            print(f"cycle: {' '.join(group)}")
     if not args.order:
         return 0
     layer_of = read_order(args.order)
