@@ -514,7 +514,12 @@ void srnic_req_rx_response(struct srnic_qp *qp, struct sk_buff *skb);
 bool srnic_req_wire_has_work(struct srnic_qp *qp);
 bool srnic_req_wire_waiting(struct srnic_qp *qp);
 
-/* srnic_resp.c: the RC responder for requests from the wire */
+/* srnic_resp.c: the RC responder for requests from the wire, the rules of both responders */
+bool srnic_resp_op_allowed(struct srnic_qp *qp, int access, u8 *slots);
+u8 srnic_atomic_nak(int err);
+enum ib_wc_status srnic_nak_wc_status(u8 nak);
+enum ib_event_type srnic_resp_error_event(struct srnic_qp *qp,
+					  enum ib_wc_status status);
 int srnic_resp_init(struct srnic_qp *qp);
 void srnic_resp_cleanup(struct srnic_qp *qp);
 void srnic_resp_reset(struct srnic_qp *qp);

@@ -182,7 +182,7 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	err = srnic_resp_rq_take(dest, xsrq, rwqe, deliver_payload &&
 				 !srnic_qp_acked(qp) ? src->len : 0);
 	if (err == -EMSGSIZE)
-		return IB_WC_REM_INV_REQ_ERR;
+		return srnic_nak_wc_status(SRNIC_NAK_INVALID_REQUEST);
 	if (err) {
 		*rnr = true;
 		return IB_WC_SUCCESS;
@@ -219,9 +219,11 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	if (rstatus == IB_WC_SUCCESS)
 		return IB_WC_SUCCESS;
 	*dest_fatal = true;
-	return rstatus == IB_WC_LOC_LEN_ERR ||
-	       rstatus == IB_WC_REM_INV_REQ_ERR ? IB_WC_REM_INV_REQ_ERR :
-						  IB_WC_REM_OP_ERR;
+	/* The NAK the wire responder sends for it (srnic_resp_send()). */
+	return srnic_nak_wc_status(rstatus == IB_WC_LOC_LEN_ERR ||
+				   rstatus == IB_WC_REM_INV_REQ_ERR ?
+				   SRNIC_NAK_INVALID_REQUEST :
+				   SRNIC_NAK_REMOTE_OPERATIONAL_ERROR);
 }
 
 /*
@@ -239,14 +241,14 @@ static enum ib_wc_status srnic_local_rkey(struct srnic_qp *dest,
 
 	sgl->num = 0;
 	sgl->len = 0;
-	if (!(READ_ONCE(dest->attrs.access_flags) & access))
-		return IB_WC_REM_INV_REQ_ERR;
+	if (!srnic_resp_op_allowed(dest, access, NULL))
+		return srnic_nak_wc_status(SRNIC_NAK_INVALID_REQUEST);
 	if (!len)
 		return IB_WC_SUCCESS;
 	mr = srnic_rkey_lookup(dest, srnic_resp_pd(dest, xsrq), wqe->rdma.rkey,
 			       access, wqe->rdma.remote_addr, len);
 	if (IS_ERR(mr))
-		return IB_WC_REM_ACCESS_ERR;
+		return srnic_nak_wc_status(SRNIC_NAK_REMOTE_ACCESS_ERROR);
 	sgl->seg[0] = (struct srnic_seg) {
 		.mr = mr, .iova = wqe->rdma.remote_addr, .len = len,
 	};
@@ -267,18 +269,17 @@ static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
 {
 	bool cmp_swap = wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
 	struct srnic_mr *mr;
+	u8 slots;
 	u64 orig;
 	int err;
 
-	if (!(READ_ONCE(dest->attrs.access_flags) & IB_ACCESS_REMOTE_ATOMIC))
-		return IB_WC_REM_INV_REQ_ERR;
-	if (!READ_ONCE(dest->attrs.max_dest_rd_atomic))
-		return IB_WC_REM_INV_REQ_ERR;
+	if (!srnic_resp_op_allowed(dest, IB_ACCESS_REMOTE_ATOMIC, &slots))
+		return srnic_nak_wc_status(SRNIC_NAK_INVALID_REQUEST);
 	mr = srnic_rkey_lookup(dest, srnic_resp_pd(dest, xsrq),
 			       wqe->atomic.rkey, IB_ACCESS_REMOTE_ATOMIC,
 			       wqe->atomic.remote_addr, SRNIC_ATOMIC_SIZE);
 	if (IS_ERR(mr))
-		return IB_WC_REM_ACCESS_ERR;
+		return srnic_nak_wc_status(SRNIC_NAK_REMOTE_ACCESS_ERROR);
 	/* compare_add is the compare value, or the addend. */
 	err = srnic_atomic_execute(mr, wqe->atomic.remote_addr, cmp_swap,
 				   cmp_swap ? wqe->atomic.swap :
@@ -287,8 +288,7 @@ static enum ib_wc_status srnic_local_atomic(struct srnic_qp *dest,
 				   &orig);
 	srnic_mr_put(mr);
 	if (err)
-		return err == -EINVAL ? IB_WC_REM_INV_REQ_ERR :
-					IB_WC_REM_ACCESS_ERR;
+		return srnic_nak_wc_status(srnic_atomic_nak(err));
 	if (srnic_sgl_scatter(local, 0, (const u8 *)&orig, sizeof(orig)))
 		return IB_WC_LOC_PROT_ERR;
 	return IB_WC_SUCCESS;
@@ -305,18 +305,18 @@ static enum ib_wc_status srnic_local_atomic_write(struct srnic_qp *dest,
 						  const struct srnic_sgl *local)
 {
 	struct srnic_mr *mr;
+	u8 slots;
 	u64 value;
 	int err;
 
-	if (!(READ_ONCE(dest->attrs.access_flags) & IB_ACCESS_REMOTE_WRITE) ||
-	    !READ_ONCE(dest->attrs.max_dest_rd_atomic) ||
+	if (!srnic_resp_op_allowed(dest, IB_ACCESS_REMOTE_WRITE, &slots) ||
 	    local->len != SRNIC_ATOMIC_SIZE)
-		return IB_WC_REM_INV_REQ_ERR;
+		return srnic_nak_wc_status(SRNIC_NAK_INVALID_REQUEST);
 	mr = srnic_rkey_lookup(dest, srnic_resp_pd(dest, xsrq), wqe->rdma.rkey,
 			       IB_ACCESS_REMOTE_WRITE, wqe->rdma.remote_addr,
 			       SRNIC_ATOMIC_SIZE);
 	if (IS_ERR(mr))
-		return IB_WC_REM_ACCESS_ERR;
+		return srnic_nak_wc_status(SRNIC_NAK_REMOTE_ACCESS_ERROR);
 	if (srnic_sgl_xfer(local, 0, (u8 *)&value, sizeof(value), false)) {
 		srnic_mr_put(mr);
 		return IB_WC_LOC_PROT_ERR;
@@ -324,8 +324,7 @@ static enum ib_wc_status srnic_local_atomic_write(struct srnic_qp *dest,
 	err = srnic_atomic_write_execute(mr, wqe->rdma.remote_addr, value);
 	srnic_mr_put(mr);
 	if (err)
-		return err == -EINVAL ? IB_WC_REM_INV_REQ_ERR :
-					IB_WC_REM_ACCESS_ERR;
+		return srnic_nak_wc_status(srnic_atomic_nak(err));
 	return IB_WC_SUCCESS;
 }
 
@@ -343,6 +342,7 @@ enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 	struct srnic_qp *dest = srnic_local_dest_get(qp);
 	struct srnic_sgl *remote = &qp->req.rsgl;
 	bool rnr = false, dest_fatal = false, no_answer = false;
+	enum ib_event_type dest_event = 0;
 	struct srnic_srq *xsrq = NULL;
 	bool to_tgt = dest && dest->ibqp.qp_type == IB_QPT_XRC_TGT;
 
@@ -430,11 +430,15 @@ executed:
 	if (rnr)
 		qp->req.rnr_timer = READ_ONCE(dest->attrs.min_rnr_timer);
 	/*
-	 * A responder that detected an error goes to the error state. A UC
-	 * responder drops a message with a remote error (bad R_Key, no
-	 * receive WQE, a SEND too long for the receive WQE, which stays)
-	 * silently, and a UC requester learns of nothing.
+	 * A responder that detected an error goes to the error state and
+	 * reports the event the wire responder would (none for a completion
+	 * its CQ had no room for). A UC responder drops a message with a
+	 * remote error (bad R_Key, no receive WQE, a SEND too long for the
+	 * receive WQE, which stays) silently, and a UC requester learns of
+	 * nothing.
 	 */
+	if (*status != IB_WC_SUCCESS)
+		dest_event = srnic_resp_error_event(dest, *status);
 	if (!srnic_qp_acked(qp)) {
 		if (rnr || (*status != IB_WC_SUCCESS && !dest_fatal))
 			srnic_count(to_srnic_dev(dest->ibqp.device),
@@ -447,7 +451,7 @@ executed:
 		dest_fatal = true;
 	}
 	if (dest_fatal)
-		srnic_qp_to_error(dest, IB_EVENT_QP_REQ_ERR);
+		srnic_qp_to_error(dest, dest_event);
 out:
 	if (xsrq)
 		srnic_srq_put(xsrq);

@@ -626,21 +626,13 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn)
 		srnic_req_ack(qp, srnic_psn_add(psn, SRNIC_PSN_MASK));
 		if (READ_ONCE(qp->state) == IB_QPS_ERR)
 			return;
-		switch (value) {
-		case SRNIC_NAK_PSN_SEQUENCE_ERROR:
+		if (value == SRNIC_NAK_PSN_SEQUENCE_ERROR) {
 			srnic_req_lost(qp, psn);
 			srnic_req_arm_timer(qp);
 			return;
-		case SRNIC_NAK_REMOTE_ACCESS_ERROR:
-			srnic_req_fail_head(qp, IB_WC_REM_ACCESS_ERR);
-			return;
-		case SRNIC_NAK_REMOTE_OPERATIONAL_ERROR:
-			srnic_req_fail_head(qp, IB_WC_REM_OP_ERR);
-			return;
-		default:
-			srnic_req_fail_head(qp, IB_WC_REM_INV_REQ_ERR);
-			return;
 		}
+		srnic_req_fail_head(qp, srnic_nak_wc_status(value));
+		return;
 	default:
 		srnic_count(to_srnic_dev(qp->ibqp.device),
 			    SRNIC_CNT_RX_DROP_UNEXPECTED);

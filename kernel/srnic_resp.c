@@ -56,6 +56,96 @@ enum srnic_resp_verdict {
 	SRNIC_RESP_DROP,	/* UC: the message is dropped, the QP goes on */
 };
 
+/* ---- The responder's rules, for the wire and local delivery ------------ */
+
+/**
+ * srnic_resp_op_allowed() - does a responder QP enable an operation?
+ * @qp: the responder
+ * @access: what the operation needs of the QP's access flags
+ *	    (IB_QP_ACCESS_FLAGS): IB_ACCESS_REMOTE_WRITE, _READ or _ATOMIC
+ * @slots: for an operation that needs a responder resource (atomics, ATOMIC
+ *	   WRITE), set to the QP's max_dest_rd_atomic, read once; NULL for
+ *	   one that needs none
+ *
+ * A request for an operation the QP does not enable, or an atomic with no
+ * responder resource to remember it by, is an invalid request
+ * (SRNIC_NAK_INVALID_REQUEST, IB_WC_REM_INV_REQ_ERR at the requester; UC
+ * drops the message), as rxe's check_op_valid() treats it; a remote
+ * access error is the MR's and the R_Key's (srnic_rkey_lookup(): the
+ * memory's access rights, bounds, protection domain). The wire responder
+ * and local delivery both ask here.
+ */
+bool srnic_resp_op_allowed(struct srnic_qp *qp, int access, u8 *slots)
+{
+	if (!(READ_ONCE(qp->attrs.access_flags) & access))
+		return false;
+	if (!slots)
+		return true;
+	*slots = READ_ONCE(qp->attrs.max_dest_rd_atomic);
+	return *slots;
+}
+
+/**
+ * srnic_atomic_nak() - the NAK of an atomic the memory refused
+ * @err: the error of srnic_atomic_execute() or srnic_atomic_write_execute()
+ *
+ * -EINVAL (an address not 8-byte aligned, or not in the MR's pages) is an
+ * invalid request, an ODP fault a remote access error.
+ */
+u8 srnic_atomic_nak(int err)
+{
+	return err == -EINVAL ? SRNIC_NAK_INVALID_REQUEST :
+				SRNIC_NAK_REMOTE_ACCESS_ERROR;
+}
+
+/**
+ * srnic_nak_wc_status() - the requester's completion status for a NAK
+ * @nak: the responder's NAK code (enum srnic_nak_code), not a PSN sequence
+ *	 error (the requester retransmits for that)
+ *
+ * The wire requester completes a WQE NAKed with @nak so, and local
+ * delivery reports its responder's refusals the same way.
+ */
+enum ib_wc_status srnic_nak_wc_status(u8 nak)
+{
+	switch (nak) {
+	case SRNIC_NAK_REMOTE_ACCESS_ERROR:
+		return IB_WC_REM_ACCESS_ERR;
+	case SRNIC_NAK_REMOTE_OPERATIONAL_ERROR:
+		return IB_WC_REM_OP_ERR;
+	default:
+		return IB_WC_REM_INV_REQ_ERR;
+	}
+}
+
+/**
+ * srnic_resp_error_event() - the affiliated event of a responder that
+ *	entered the error state for a request
+ * @qp: the responder
+ * @status: the requester's completion status for the request
+ *	    (srnic_nak_wc_status() of the NAK)
+ *
+ * IBTA 11.6.3.1: an R_Key or range violation is a local access violation
+ * (IB_EVENT_QP_ACCESS_ERR), an invalid request an invalid request error
+ * (IB_EVENT_QP_REQ_ERR), the rest (the receive WQE's own errors) a
+ * catastrophic error (IB_EVENT_QP_FATAL), which is also what a UC
+ * responder reports, since it NAKs nothing.
+ */
+enum ib_event_type srnic_resp_error_event(struct srnic_qp *qp,
+					  enum ib_wc_status status)
+{
+	if (!srnic_qp_acked(qp))
+		return IB_EVENT_QP_FATAL;
+	switch (status) {
+	case IB_WC_REM_ACCESS_ERR:
+		return IB_EVENT_QP_ACCESS_ERR;
+	case IB_WC_REM_INV_REQ_ERR:
+		return IB_EVENT_QP_REQ_ERR;
+	default:
+		return IB_EVENT_QP_FATAL;
+	}
+}
+
 /* A response opcode of the QP's transport (XRC_TGT: XRC, else RC). */
 static u8 srnic_resp_opcode(struct srnic_qp *qp, u8 op)
 {
@@ -265,34 +355,17 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 	if (!srnic_qp_acked(qp)) {
 		if (nak != SRNIC_NAK_REMOTE_OPERATIONAL_ERROR)
 			return SRNIC_RESP_DROP;
-		resp->fatal_event = IB_EVENT_QP_FATAL;
+		resp->fatal_event = srnic_resp_error_event(qp, IB_WC_REM_OP_ERR);
 		if (!srnic_resp_to_error(qp, recv_status, false, 0, 0))
 			resp->fatal_event = 0;
 		srnic_resp_end_message(qp);
 		return SRNIC_RESP_FATAL;
 	}
-	/* IBTA 11.6.3.1: the affiliated event the error state reports. */
-	resp->fatal_event = nak == SRNIC_NAK_REMOTE_ACCESS_ERROR ?
-			    IB_EVENT_QP_ACCESS_ERR :
-			    nak == SRNIC_NAK_INVALID_REQUEST ?
-			    IB_EVENT_QP_REQ_ERR : IB_EVENT_QP_FATAL;
+	resp->fatal_event = srnic_resp_error_event(qp, srnic_nak_wc_status(nak));
 	if (!srnic_resp_to_error(qp, recv_status, true, pkt->psn, nak))
 		resp->fatal_event = 0;
 	srnic_resp_end_message(qp);
 	return SRNIC_RESP_FATAL;
-}
-
-/*
- * Does the QP's access (IB_QP_ACCESS_FLAGS) enable RDMA WRITE, READ or
- * atomics (@access: IB_ACCESS_REMOTE_*)? A request for one it does not is
- * an invalid request (NAK, IB_WC_REM_INV_REQ_ERR at the requester; UC
- * drops the message), as rxe's check_op_valid() treats it; a remote
- * access error is the MR's and the R_Key's: the memory's access rights,
- * bounds, protection domain.
- */
-static bool srnic_resp_qp_allows(struct srnic_qp *qp, int access)
-{
-	return READ_ONCE(qp->attrs.access_flags) & access;
 }
 
 /* Take a receive WQE for a SEND or a WRITE with immediate data. */
@@ -383,8 +456,8 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 	struct srnic_resp *resp = &qp->resp;
 	enum srnic_resp_verdict v;
 
-	/* An operation the QP does not allow (srnic_resp_qp_allows()). */
-	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_WRITE))
+	/* An operation the QP does not allow (srnic_resp_op_allowed()). */
+	if (!srnic_resp_op_allowed(qp, IB_ACCESS_REMOTE_WRITE, NULL))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
 	if (pkt->flags & SRNIC_OPF_FIRST) {
@@ -464,7 +537,7 @@ static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
 	struct srnic_pd *pd = srnic_resp_pd(qp, resp->xsrq);
 	struct srnic_mr *mr = NULL;
 
-	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_READ))
+	if (!srnic_resp_op_allowed(qp, IB_ACCESS_REMOTE_READ, NULL))
 		return false;
 	if (len) {
 		mr = srnic_rkey_lookup(qp, pd, be32_to_cpu(reth->rkey),
@@ -494,7 +567,7 @@ static enum srnic_resp_verdict srnic_resp_read(struct srnic_qp *qp,
 {
 	struct srnic_resp *resp = &qp->resp;
 
-	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_READ))
+	if (!srnic_resp_op_allowed(qp, IB_ACCESS_REMOTE_READ, NULL))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
 	resp->msn++;
@@ -639,21 +712,14 @@ static void srnic_resp_send_atomic_ack(struct srnic_qp *qp, u32 psn, u64 orig)
 	srnic_tx_build(qp, &txd, NULL);
 }
 
-/*
- * The NAK of an atomic or ATOMIC WRITE that srnic_atomic_execute() or
- * srnic_atomic_write_execute() refused with @err: -EINVAL (an address not
- * 8-byte aligned, or not in the MR's pages) is an invalid request, an ODP
- * fault a remote access error.
- */
+/* The NAK of an atomic or ATOMIC WRITE the memory refused (srnic_atomic_nak()). */
 static enum srnic_resp_verdict srnic_resp_atomic_failed(struct srnic_qp *qp,
 							const struct srnic_pkt *pkt,
 							int err)
 {
-	if (err == -EINVAL)
-		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
-					IB_WC_REM_INV_REQ_ERR);
-	return srnic_resp_fatal(qp, pkt, SRNIC_NAK_REMOTE_ACCESS_ERROR,
-				IB_WC_REM_ACCESS_ERR);
+	u8 nak = srnic_atomic_nak(err);
+
+	return srnic_resp_fatal(qp, pkt, nak, srnic_nak_wc_status(nak));
 }
 
 /*
@@ -667,18 +733,14 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 						 const struct srnic_pkt *pkt)
 {
 	struct srnic_resp *resp = &qp->resp;
-	u8 slots = READ_ONCE(qp->attrs.max_dest_rd_atomic);
 	struct srnic_atomic_replay *replay;
 	struct srnic_atomic_fields f;
 	struct srnic_mr *mr;
+	u8 slots;
 	u64 orig;
 	int err;
 
-	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_ATOMIC))
-		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
-					IB_WC_REM_INV_REQ_ERR);
-	/* No responder resource to remember it by. */
-	if (!slots)
+	if (!srnic_resp_op_allowed(qp, IB_ACCESS_REMOTE_ATOMIC, &slots))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
 	srnic_atmeth_get((const struct srnic_atmeth *)(skb->data + pkt->atmeth),
@@ -725,11 +787,11 @@ static enum srnic_resp_verdict srnic_resp_atomic_write(struct srnic_qp *qp,
 	struct srnic_resp *resp = &qp->resp;
 	u64 va = be64_to_cpu(reth->va);
 	struct srnic_mr *mr;
+	u8 slots;
 	u64 value;
 	int err;
 
-	if (!srnic_resp_qp_allows(qp, IB_ACCESS_REMOTE_WRITE) ||
-	    !READ_ONCE(qp->attrs.max_dest_rd_atomic) ||
+	if (!srnic_resp_op_allowed(qp, IB_ACCESS_REMOTE_WRITE, &slots) ||
 	    be32_to_cpu(reth->dma_len) != SRNIC_ATOMIC_SIZE ||
 	    pkt->payload_len != SRNIC_ATOMIC_SIZE)
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,

@@ -88,6 +88,31 @@ def close_all():
         OPEN_CONTEXTS.pop().close()
 
 
+def open_context(end):
+    """A context on end's device and the fd of its asynchronous event
+    channel (pyverbs does not expose it): the anon inode fd that opening
+    the context added."""
+    before = _fd_links()
+    ctx = Context(name=end.name)
+    OPEN_CONTEXTS.append(ctx)
+    new = [fd for fd, link in _fd_links().items()
+           if link.startswith("anon_inode:") and before.get(fd) != link]
+    assert len(new) == 1, f"async event fd not found: {new}"
+    return ctx, new[0]
+
+
+def async_event(ctx, async_fd, timeout):
+    """The next asynchronous event of ctx (async_fd: open_context()'s) by
+    type, acknowledged, or None if none arrives within timeout seconds."""
+    ready, _, _ = select.select([async_fd], [], [], timeout)
+    if not ready:
+        return None
+    event = ctx.get_async_event()
+    event_type = event.event_type
+    event.ack()
+    return event_type
+
+
 class Side:
     """Context, PD, CQ (+ channel) and an RC (or qp_type) QP on one end's
     device."""
@@ -96,8 +121,7 @@ class Side:
                  max_recv_sge=4, max_inline_data=0, sq_sig_all=0,
                  cq_depth=512, channel=False, qp_type=e.IBV_QPT_RC):
         self.end = end
-        self.ctx = Context(name=end.name)
-        OPEN_CONTEXTS.append(self.ctx)
+        self.ctx, self.async_fd = open_context(end)
         self.dev_attr = self.ctx.query_device()
         self.port_attr = self.ctx.query_port(1)
         self.pd = PD(self.ctx)
@@ -152,6 +176,12 @@ class Side:
         self.channel.get_cq_event(self.cq)
         self.cq.ack_events(1)
         return True
+
+    def async_event(self, timeout=None):
+        """The next asynchronous event's type (acknowledged), or None if
+        none arrives within timeout seconds."""
+        return async_event(self.ctx, self.async_fd,
+                           WC_TIMEOUT if timeout is None else timeout)
 
     def wait_state(self, state, timeout=None):
         timeout = WC_TIMEOUT if timeout is None else timeout

@@ -16,7 +16,6 @@ Run against rxe to validate the suite: SRNIC_TEST_DEVICE_KIND=rxe.
 import errno
 import itertools
 import random
-import select
 import struct
 import time
 
@@ -25,7 +24,6 @@ import pytest
 pytest.importorskip("pyverbs")
 import verbs_enums as e  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
-from pyverbs.device import Context  # noqa: E402
 from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
 from pyverbs.pyverbs_error import PyverbsRDMAError  # noqa: E402
@@ -37,7 +35,7 @@ from perftools import run_pair  # noqa: E402
 from rc_verbs import (ACCESS_ALL, ERR, INIT, INIT_MASK, OPEN_CONTEXTS,  # noqa: E402
                       RTR, RTR_MASK, RTS, RTS_MASK, WC_TIMEOUT, close_all,
                       poll_cq, recv_wr, send_wr, sge, status_name,
-                      wc_text, _fd_links)
+                      wc_text, async_event, open_context)
 from topology import topology  # noqa: E402,F401 (fixture)
 
 rng = random.Random(0x5a9)
@@ -54,19 +52,6 @@ def expect_errno(code, fn, *args):
     with pytest.raises(PyverbsRDMAError) as ex:
         fn(*args)
     assert ex.value.error_code == code, ex.value
-
-
-def open_context(end):
-    """A context on end's device and the fd of its asynchronous event
-    channel (pyverbs does not expose it): the anon inode fd that opening
-    the context added."""
-    before = _fd_links()
-    ctx = Context(name=end.name)
-    OPEN_CONTEXTS.append(ctx)
-    new = [fd for fd, link in _fd_links().items()
-           if link.startswith("anon_inode:") and before.get(fd) != link]
-    assert len(new) == 1, f"async event fd not found: {new}"
-    return ctx, new[0]
 
 
 class End:
@@ -118,13 +103,7 @@ class End:
     def async_event(self, timeout):
         """The next asynchronous event's type (acknowledged), or None if
         none arrives within timeout seconds."""
-        ready, _, _ = select.select([self.async_fd], [], [], timeout)
-        if not ready:
-            return None
-        event = self.ctx.get_async_event()
-        event_type = event.event_type
-        event.ack()
-        return event_type
+        return async_event(self.ctx, self.async_fd, timeout)
 
     def qp_state(self, qp):
         attr, _ = qp.query(e.IBV_QP_STATE)
