@@ -350,19 +350,14 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 	 * longer than its receive WQE (IBTA's unreliable services, rxe's
 	 * RESPST_ERR_LENGTH: the WQE stays for the next message, the QP
 	 * carries on); the receive WQE's own errors (bad SGEs, an MR that is
-	 * gone) are fatal as on RC, without the NAK.
+	 * gone) are fatal as on RC, without the NAK (and with
+	 * IB_EVENT_QP_FATAL: srnic_resp_error_event()).
 	 */
-	if (!srnic_qp_acked(qp)) {
-		if (nak != SRNIC_NAK_REMOTE_OPERATIONAL_ERROR)
-			return SRNIC_RESP_DROP;
-		resp->fatal_event = srnic_resp_error_event(qp, IB_WC_REM_OP_ERR);
-		if (!srnic_resp_to_error(qp, recv_status, false, 0, 0))
-			resp->fatal_event = 0;
-		srnic_resp_end_message(qp);
-		return SRNIC_RESP_FATAL;
-	}
+	if (!srnic_qp_acked(qp) && nak != SRNIC_NAK_REMOTE_OPERATIONAL_ERROR)
+		return SRNIC_RESP_DROP;
 	resp->fatal_event = srnic_resp_error_event(qp, srnic_nak_wc_status(nak));
-	if (!srnic_resp_to_error(qp, recv_status, true, pkt->psn, nak))
+	if (!srnic_resp_to_error(qp, recv_status, srnic_qp_acked(qp), pkt->psn,
+				 nak))
 		resp->fatal_event = 0;
 	srnic_resp_end_message(qp);
 	return SRNIC_RESP_FATAL;
