@@ -101,6 +101,8 @@ void srnic_engine_task_start(struct srnic_engine_task *task);
 void srnic_engine_task_stop(struct srnic_engine_task *task);
 void srnic_engine_task_schedule(struct srnic_engine_task *task);
 void srnic_engine_task_run_here(struct srnic_engine_task *task);
+void srnic_engine_task_run_atomic(struct srnic_engine_task *task);
+void srnic_engine_task_defer(struct srnic_engine_task *task);
 void srnic_engine_task_poll(struct srnic_engine_task *task, u64 gap_ns);
 u64 srnic_engine_stream_ns(void);
 
@@ -137,7 +139,8 @@ srnic_mmap_window_insert(struct ib_ucontext *uctx,
 extern const struct uapi_definition srnic_direct_uapi_defs[];
 int srnic_direct_mmap(struct srnic_direct_window *w, struct vm_area_struct *vma);
 void srnic_direct_entry_free(struct srnic_direct_window *w);
-void srnic_direct_qp_changed(struct srnic_qp *qp);
+void srnic_direct_qp_change_begin(struct srnic_qp *qp);
+void srnic_direct_qp_change_end(struct srnic_qp *qp);
 void srnic_direct_qp_destroyed(struct srnic_qp *qp);
 void srnic_direct_mr_deregistered(struct srnic_mr *mr);
 void srnic_direct_loan_settle(struct srnic_qp *dest, struct srnic_qp *poster);
@@ -273,6 +276,8 @@ u8 srnic_wqe_wc_opcode(u8 wr_opcode);
 
 /* srnic_qp_state.c: entering QP states, flushing, the error state */
 void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state);
+void srnic_qp_change_begin(struct srnic_qp *qp);
+void srnic_qp_change_end(struct srnic_qp *qp);
 void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event);
 void srnic_qp_to_error_locked(struct srnic_qp *qp);
 void srnic_qp_complete_to_error(struct srnic_qp *qp, struct srnic_cq *cq,
@@ -395,6 +400,7 @@ enum srnic_exec {
 	SRNIC_EXEC_DONE,	/* complete the WQE with @status */
 	SRNIC_EXEC_RNR,		/* no receive WQE at the responder: retry */
 	SRNIC_EXEC_NO_ANSWER,	/* no responder (yet): retry on timeout */
+	SRNIC_EXEC_DEFER,	/* not executed: it may sleep, the run may not */
 };
 
 struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp);
@@ -427,7 +433,7 @@ void srnic_qp_woken(struct srnic_engine_task *task);
 extern const struct srnic_engine_task_ops srnic_qp_task_ops;
 int srnic_rc_init(struct srnic_qp *qp);
 void srnic_rc_cleanup(struct srnic_qp *qp);
-int srnic_rc_resolve_dest(struct srnic_qp *qp);
+int srnic_rc_resolve_dest(struct srnic_qp *qp, int local_ifindex);
 void srnic_rc_reset(struct srnic_qp *qp);
 
 /* Is a send WQE's IB_WR_* opcode compare & swap or fetch & add? */

@@ -352,25 +352,35 @@ static void srnic_direct_reap(struct work_struct *work)
 }
 
 /**
- * srnic_direct_qp_changed() - @qp changed state or attributes
- * @qp: a QP, as poster or destination
+ * srnic_direct_qp_change_begin() - @qp is about to change state or
+ *	attributes
+ * @qp: a user QP, as poster or destination
  *
  * Its windows stop serving at once (the generation bump) and are zapped by
  * a work item; its loans end before this returns, so the caller may touch
- * the destination's RQ and CQ. Sleeps; state_lock may be held.
+ * the destination's RQ and CQ (a flush); and no grant is made until
+ * srnic_direct_qp_change_end() (direct_mutex stays held), so none is made
+ * on the state or attributes being left. Sleeps; before state_lock.
  */
-void srnic_direct_qp_changed(struct srnic_qp *qp)
+void srnic_direct_qp_change_begin(struct srnic_qp *qp)
 {
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	LIST_HEAD(loans);
 
-	/* Always under the lock: a grant in progress must see the change. */
 	mutex_lock(&sdev->direct_mutex);
 	if (srnic_direct_unlink(sdev, qp, NULL, NULL, &sdev->direct_dead,
 				&loans))
 		schedule_work(&sdev->direct_reap);
 	srnic_direct_kill(&loans);
-	mutex_unlock(&sdev->direct_mutex);
+}
+
+/**
+ * srnic_direct_qp_change_end() - @qp's change is made: grants may resume
+ * @qp: the QP of srnic_direct_qp_change_begin(), state_lock dropped
+ */
+void srnic_direct_qp_change_end(struct srnic_qp *qp)
+{
+	mutex_unlock(&to_srnic_dev(qp->ibqp.device)->direct_mutex);
 }
 
 /**

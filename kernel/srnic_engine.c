@@ -6,15 +6,21 @@
  * Work is organised in tasks (one per QP). A task's run() is never
  * concurrent with itself (a bit lock, SRNIC_TASK_RUNNING), so per-QP state
  * needs no lock; a context that finds the task running marks it PENDING
- * and the runner has it run again. Three contexts run tasks:
+ * and the runner has it run again. Four contexts run tasks:
  *
  * - The doorbell syscall of a user SQ runs the requester in the caller's
  *   context (srnic_engine_task_run_here()), as rxe does: a ping-pong or an
  *   occasional post wakes no thread, and an idle device costs nothing.
+ * - A kernel consumer's post (ib_post_send(), ib_post_recv()), which may
+ *   come from atomic context, runs the task in the caller's context with
+ *   bottom halves disabled (srnic_engine_task_run_atomic()), as rxe runs a
+ *   kernel QP's work in a tasklet: such a run may not sleep
+ *   (srnic_engine_task_may_sleep()) and leaves what would to the engine
+ *   (srnic_engine_task_defer()).
  * - The engine threads (one per CPU, bound to it, shared by every device,
  *   running while a device exists) run what other contexts hand them:
- *   received packets (from softirq), timers, kernel QPs' posts (which may
- *   come from atomic context), and the rest of a budget a doorbell left.
+ *   received packets (from softirq), timers, work a run in atomic context
+ *   deferred, and the rest of a budget a post or doorbell left.
  * - Streams: a task whose doorbells come faster than the longest polling
  *   window, with nothing received in between (srnic_sq_doorbell()), is
  *   handed to its engine to poll (srnic_engine_task_poll()), so a steady
@@ -286,6 +292,64 @@ void srnic_engine_task_run_here(struct srnic_engine_task *task)
 	    !srnic_engine_task_claim(task))
 		return;
 	srnic_engine_task_release(task, task->ops->run(task));
+}
+
+/* Runs of srnic_engine_task_run_atomic() in progress on this CPU. */
+static DEFINE_PER_CPU(unsigned int, srnic_engine_atomic_runs);
+
+/**
+ * srnic_engine_task_run_atomic() - run a task in the caller's context,
+ *	which may not sleep
+ * @task: the task, whose run() honours srnic_engine_task_may_sleep()
+ *
+ * A kernel consumer's post, which may come from any context but a hard
+ * interrupt, calls this instead of waking the engine: a ULP's request and
+ * its answer then cost no thread's wake-up each, as rxe runs a kernel
+ * QP's work in a tasklet. When no other context is serving the task, one
+ * budget of its work is done here with bottom halves disabled (the
+ * completion handlers it calls run as behind a NIC's interrupt); work
+ * that would sleep, and whatever the budget leaves, goes to the engine.
+ * With interrupts disabled, or inside another such run on this CPU (a
+ * completion handler that posts), the engine runs the task instead.
+ *
+ * Context: any but hard interrupt or NMI.
+ */
+void srnic_engine_task_run_atomic(struct srnic_engine_task *task)
+{
+	bool more;
+
+	if (irqs_disabled() || in_hardirq() || in_nmi()) {
+		srnic_engine_task_schedule(task);
+		return;
+	}
+	local_bh_disable();
+	if (__this_cpu_read(srnic_engine_atomic_runs)) {
+		srnic_engine_task_schedule(task);
+		goto out;
+	}
+	if (test_bit(SRNIC_TASK_STOPPED, &task->flags) ||
+	    !srnic_engine_task_claim(task))
+		goto out;
+	__this_cpu_inc(srnic_engine_atomic_runs);
+	set_bit(SRNIC_TASK_ATOMIC, &task->flags);
+	more = task->ops->run(task);
+	clear_bit(SRNIC_TASK_ATOMIC, &task->flags);
+	__this_cpu_dec(srnic_engine_atomic_runs);
+	srnic_engine_task_release(task, more);
+out:
+	local_bh_enable();
+}
+
+/**
+ * srnic_engine_task_defer() - leave the rest of this run to the engine
+ * @task: the task, from its run() (typically one that may not sleep and
+ *	  met work that would)
+ *
+ * The engine runs the task again after this run ends, in its thread.
+ */
+void srnic_engine_task_defer(struct srnic_engine_task *task)
+{
+	set_bit(SRNIC_TASK_PENDING, &task->flags);
 }
 
 /**

@@ -348,6 +348,17 @@ enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 
 	*status = IB_WC_SUCCESS;
 	/*
+	 * A user QP's memory may have to be faulted in (ODP), its RQ taken
+	 * back from a direct loan, its windows revoked: all of which sleep.
+	 * A run in a kernel consumer's atomic context leaves it to the engine
+	 * before touching anything.
+	 */
+	if (dest && dest->ibqp.uobject &&
+	    !srnic_engine_task_may_sleep(&qp->task)) {
+		srnic_qp_put(dest);
+		return SRNIC_EXEC_DEFER;
+	}
+	/*
 	 * XRC_INI talks to XRC_TGT only, as its XRC opcodes would. Nobody
 	 * answers, as a wire responder drops a request it cannot take: an RC
 	 * requester tries again when its local ACK timer would fire (the

@@ -109,7 +109,11 @@ struct srnic_engine_task;
  * struct srnic_engine_task_ops - what an engine does with a task
  * @run: do a budget of work; return true if work remains. Never runs
  *	 concurrently with itself; called by the engine thread, or by a
- *	 doorbell syscall (srnic_engine_task_run_here()), in process context.
+ *	 doorbell syscall (srnic_engine_task_run_here()), in process context;
+ *	 or by a kernel consumer's post (srnic_engine_task_run_atomic()) with
+ *	 bottom halves disabled, where srnic_engine_task_may_sleep() is false
+ *	 and work that would sleep is left to the engine
+ *	 (srnic_engine_task_defer()).
  * @has_work: while the engine polls the task's rings (SRNIC_TASK_POLL_RINGS):
  *	      is new work visible (e.g. a ring's producer index moved)?
  *	      Optional.
@@ -133,6 +137,7 @@ enum srnic_engine_task_flags {
 	SRNIC_TASK_POLL_RINGS,	/* the engine polls its rings: no doorbells */
 	SRNIC_TASK_RUNNING,	/* some context is in run() (a bit lock) */
 	SRNIC_TASK_PENDING,	/* a context found it running: run it again */
+	SRNIC_TASK_ATOMIC,	/* the run in progress may not sleep */
 };
 
 /**
@@ -150,6 +155,19 @@ struct srnic_engine_task {
 	const struct srnic_engine_task_ops *ops;
 	struct list_head polled;
 };
+
+/**
+ * srnic_engine_task_may_sleep() - may the task's run in progress sleep?
+ * @task: the task, from its run()
+ *
+ * False in a run a kernel consumer's post started in its own context
+ * (srnic_engine_task_run_atomic()): such a run allocates with GFP_ATOMIC
+ * and leaves what would sleep to the engine (srnic_engine_task_defer()).
+ */
+static inline bool srnic_engine_task_may_sleep(const struct srnic_engine_task *task)
+{
+	return !test_bit(SRNIC_TASK_ATOMIC, &task->flags);
+}
 
 /* Fault injection (srnic_fault.c): directions and kinds. */
 enum srnic_fault_dir {
@@ -862,7 +880,10 @@ struct srnic_path {
  * @ibqp: the ib_core QP
  * @sq: send queue
  * @rq: receive queue
- * @state_lock: serialises modify_qp, query_qp and destroy_qp
+ * @state_lock: serialises state changes (modify_qp's, and the data path's
+ *	       entry into the error state) and query_qp; taken with bottom
+ *	       halves disabled, never held across a sleep (a kernel QP's task
+ *	       takes it in a post's atomic context)
  * @state: IB state; written under @state_lock, read locklessly by posts
  * @attrs: what modify_qp stored, under @state_lock
  * @max_inline: bytes of inline data an SQ entry carries
@@ -901,7 +922,7 @@ struct srnic_qp {
 	struct ib_qp ibqp;
 	struct srnic_wq sq;
 	struct srnic_wq rq;
-	struct mutex state_lock;	/* modify, query, destroy */
+	spinlock_t state_lock;		/* state changes, query */
 	enum ib_qp_state state;
 	struct srnic_qp_attrs attrs;
 	u32 max_inline;

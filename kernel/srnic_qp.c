@@ -127,8 +127,11 @@ static void srnic_sq_doorbell(struct srnic_qp *qp)
  * engine existed, and as the tests rely on). Otherwise the QP's task
  * processes the SQ: a user QP's doorbell syscall runs it in the caller's
  * context unless another context is running it already (the engine wakes
- * only for what one budget leaves), and kernel posts, which may come from
- * atomic context, wake the engine.
+ * only for what one budget leaves); a kernel RC, UC or XRC QP's post runs
+ * it in the caller's context too, which may be atomic
+ * (srnic_engine_task_run_atomic()), so that a ULP's request and its
+ * answer between two QPs of one host wake no thread. UD and GSI QPs'
+ * posts, and a user RQ's doorbell, wake the engine.
  */
 static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 {
@@ -138,6 +141,8 @@ static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 		srnic_wq_flush(qp, is_sq ? &qp->sq : &qp->rq, is_sq);
 	else if (is_sq && qp->ibqp.uobject)
 		srnic_sq_doorbell(qp);
+	else if (!qp->ibqp.uobject && !srnic_qp_is_ud(qp))
+		srnic_engine_task_run_atomic(&qp->task);
 	else
 		srnic_engine_task_schedule(&qp->task);
 }
@@ -214,7 +219,7 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			return err;
 	}
 
-	mutex_init(&qp->state_lock);
+	spin_lock_init(&qp->state_lock);
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->released);
 	qp->state = IB_QPS_RESET;
@@ -438,7 +443,9 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata)
 {
 	struct srnic_qp *qp = to_srnic_qp(ibqp);
+	struct net *net = read_pnet(&to_srnic_dev(ibqp->device)->net);
 	enum ib_qp_state cur, new;
+	int local_ifindex = 0;
 	int err;
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
@@ -447,7 +454,17 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	    !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EOPNOTSUPP;
 
-	mutex_lock(&qp->state_lock);
+	/*
+	 * Whether the destination is an srnic device of this namespace is
+	 * looked up under the RTNL, before state_lock: entering RTR comes
+	 * with the address vector (ib_modify_qp_is_ok() requires it).
+	 */
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTR &&
+	    (mask & IB_QP_AV) && !srnic_qp_is_ud(qp))
+		local_ifindex = srnic_local_gid_ifindex(net,
+							&attr->ah_attr.grh.dgid);
+
+	srnic_qp_change_begin(qp);
 	cur = qp->state;
 	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
 	/* A consumer's idea of the current state must be the truth. */
@@ -465,7 +482,7 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (mask & IB_QP_STATE) {
 		if (new == IB_QPS_RTR && cur != IB_QPS_RTR &&
 		    !srnic_qp_is_ud(qp)) {
-			err = srnic_rc_resolve_dest(qp);
+			err = srnic_rc_resolve_dest(qp, local_ifindex);
 			if (err)
 				goto out_unlock;
 		}
@@ -474,12 +491,9 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		srnic_qp_enter_state(qp, new);
 		/* Entering RTS may release posted WQEs; ERR flushes. */
 		srnic_engine_task_schedule(&qp->task);
-	} else {
-		/* Access flags, for one, decide direct windows. */
-		srnic_direct_qp_changed(qp);
 	}
 out_unlock:
-	mutex_unlock(&qp->state_lock);
+	srnic_qp_change_end(qp);
 	return err;
 }
 
@@ -499,7 +513,7 @@ int srnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	memset(attr, 0, sizeof(*attr));
 	memset(init, 0, sizeof(*init));
 
-	mutex_lock(&qp->state_lock);
+	spin_lock_bh(&qp->state_lock);
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;
 	attr->path_mtu = a->path_mtu;
@@ -521,7 +535,7 @@ int srnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	/* ib_query_qp()'s callers take no sgid_attr reference. */
 	attr->ah_attr = a->ah_attr;
 	attr->ah_attr.grh.sgid_attr = NULL;
-	mutex_unlock(&qp->state_lock);
+	spin_unlock_bh(&qp->state_lock);
 
 	if (ibqp->qp_type != IB_QPT_XRC_TGT) {	/* its SQ is no SQ */
 		attr->cap.max_send_wr = qp->sq.max_wr;

@@ -140,20 +140,20 @@ static void srnic_wq_discard(struct srnic_qp *qp, struct srnic_wq *wq)
 
 /**
  * srnic_qp_enter_state() - move a QP to a state
- * @qp: the QP; the caller holds its state_lock and has checked the
- *	transition (srnic_modify_qp(), srnic_qp_to_error_locked())
+ * @qp: the QP; the caller began a change (srnic_qp_change_begin()) and
+ *	checked the transition (srnic_modify_qp(), srnic_qp_to_error_locked())
  * @state: the new state
  *
  * Publishes the queue flags @state implies, then does what entering it
  * means for WQEs already posted: RESET discards them, SQE and ERR flush
- * them with IB_WC_WR_FLUSH_ERR, SQD reports the drained SQ.
+ * them with IB_WC_WR_FLUSH_ERR, SQD reports the drained SQ. Does not
+ * sleep.
  */
 void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 {
 	/* Pairs with the receive path's acquire: attributes are set. */
 	smp_store_release(&qp->state, state);
 	srnic_qp_set_queue_flags(qp, state);
-	srnic_direct_qp_changed(qp);
 
 	switch (state) {
 	case IB_QPS_RESET:
@@ -199,18 +199,50 @@ void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 }
 
 /**
+ * srnic_qp_change_begin() - begin a change of a QP's state or attributes
+ * @qp: the QP
+ *
+ * Takes state_lock, with bottom halves disabled. For a user QP the direct
+ * path first ends the windows and loans the QP takes part in and makes no
+ * grant until srnic_qp_change_end() (srnic_direct_qp_change_begin(), which
+ * sleeps): entering a state flushes the RQ into the receive CQ a loan
+ * lends to a poster, and no window may outlive the state that allowed it.
+ * A kernel QP takes part in none (windows and loans are a user poster's,
+ * of a user destination's memory and rings), so its changes never sleep:
+ * a run in a kernel consumer's atomic context makes them.
+ */
+void srnic_qp_change_begin(struct srnic_qp *qp)
+{
+	if (qp->ibqp.uobject)
+		srnic_direct_qp_change_begin(qp);
+	spin_lock_bh(&qp->state_lock);
+}
+
+/**
+ * srnic_qp_change_end() - end what srnic_qp_change_begin() began
+ * @qp: the QP
+ */
+void srnic_qp_change_end(struct srnic_qp *qp)
+{
+	spin_unlock_bh(&qp->state_lock);
+	if (qp->ibqp.uobject)
+		srnic_direct_qp_change_end(qp);
+}
+
+/**
  * srnic_qp_to_error() - move a QP to the error state from the data path
  * @qp: the QP
  * @event: the affiliated asynchronous event to report (e.g.
  *	   IB_EVENT_QP_FATAL), or 0 for none
  *
- * For the engine: a fatal WQE, retry exhaustion, a lost CQE. Sleeps.
+ * For the engine: a fatal WQE, retry exhaustion, a lost CQE. Sleeps for a
+ * user QP only (srnic_qp_change_begin()).
  */
 void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event)
 {
-	mutex_lock(&qp->state_lock);
+	srnic_qp_change_begin(qp);
 	srnic_qp_to_error_locked(qp);
-	mutex_unlock(&qp->state_lock);
+	srnic_qp_change_end(qp);
 	if (event)
 		srnic_qp_event(qp, event);
 }
@@ -221,7 +253,8 @@ void srnic_qp_to_error(struct srnic_qp *qp, enum ib_event_type event)
  * @qp: the QP; left as it is in the error or reset state
  *
  * For the engine, to do more before the consumer can see or change the new
- * state: the responder enters the error state, then sends its NAK.
+ * state: the responder enters the error state, then sends its NAK. The
+ * caller began the change with srnic_qp_change_begin().
  */
 void srnic_qp_to_error_locked(struct srnic_qp *qp)
 {
@@ -240,14 +273,15 @@ void srnic_qp_to_error_locked(struct srnic_qp *qp)
  * For the engine. The completion is posted under state_lock and the QP is
  * in the error state before the lock is dropped, so a modify_qp the
  * consumer makes after polling the completion (to RESET, to start over)
- * waits for the transition and is not undone by it. Sleeps.
+ * waits for the transition and is not undone by it. Sleeps for a user QP
+ * only.
  */
 void srnic_qp_complete_to_error(struct srnic_qp *qp, struct srnic_cq *cq,
 				const struct srnic_cqe *cqe)
 {
-	mutex_lock(&qp->state_lock);
+	srnic_qp_change_begin(qp);
 	srnic_cq_post(cq, cqe, false);
 	srnic_qp_to_error_locked(qp);
-	mutex_unlock(&qp->state_lock);
+	srnic_qp_change_end(qp);
 }
 

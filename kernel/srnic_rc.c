@@ -38,10 +38,20 @@ static void srnic_req_no_answer_wait(struct srnic_qp *qp)
 }
 
 /*
- * Process one WQE. Returns false when the requester must stop: nothing
- * to do, waiting for RNR, or the QP left RTS.
+ * Bytes of payload a run in a kernel consumer's atomic context moves at
+ * most (srnic_engine_task_run_atomic()), about what a NIC's interrupt
+ * handler would do: a longer WQE, and what follows it, go to the engine,
+ * whose thread the scheduler can preempt.
  */
-static bool srnic_req_step(struct srnic_qp *qp)
+#define SRNIC_REQ_ATOMIC_BYTES (256 * 1024)
+
+/*
+ * Process one WQE; @bytes is what the run may still move (a run that may
+ * not sleep has a budget). Returns false when the requester must stop:
+ * nothing to do, waiting for RNR, the QP left RTS, or the rest of the
+ * work is left to the engine.
+ */
+static bool srnic_req_step(struct srnic_qp *qp, u64 *bytes)
 {
 	struct srnic_send_wqe *wqe = qp->req.wqe;
 	struct srnic_sgl *local = &qp->req.sgl;
@@ -60,6 +70,14 @@ static bool srnic_req_step(struct srnic_qp *qp)
 		status = IB_WC_LOC_QP_OP_ERR;
 	else
 		status = srnic_req_local_sgl(qp, wqe, local);
+	if (status == IB_WC_SUCCESS) {
+		if (local->len > *bytes) {
+			srnic_sgl_put(local);
+			srnic_engine_task_defer(&qp->task);
+			return false;
+		}
+		*bytes -= local->len;
+	}
 	exec = SRNIC_EXEC_DONE;
 	if (status == IB_WC_SUCCESS && srnic_wr_is_local(wqe->opcode)) {
 		status = srnic_local_op(qp, wqe);
@@ -72,6 +90,10 @@ static bool srnic_req_step(struct srnic_qp *qp)
 	len = local->len;
 	srnic_sgl_put(local);
 
+	if (exec == SRNIC_EXEC_DEFER) {
+		srnic_engine_task_defer(&qp->task);
+		return false;
+	}
 	if (exec == SRNIC_EXEC_RNR) {
 		/* What the local responder answered, as over the wire. */
 		srnic_count(to_srnic_dev(qp->ibqp.device),
@@ -132,6 +154,8 @@ static bool srnic_qp_rx(struct srnic_qp *qp)
 static bool srnic_qp_work(struct srnic_qp *qp)
 {
 	unsigned int budget = SRNIC_REQ_BUDGET;
+	u64 bytes = srnic_engine_task_may_sleep(&qp->task) ?
+		    U64_MAX : SRNIC_REQ_ATOMIC_BYTES;
 	bool more;
 
 	switch (READ_ONCE(qp->state)) {
@@ -154,7 +178,7 @@ static bool srnic_qp_work(struct srnic_qp *qp)
 	if (!qp->req.local_ifindex)
 		return srnic_req_wire_run(qp, SRNIC_RX_BUDGET) || more;
 	while (budget--)
-		if (!srnic_req_step(qp))
+		if (!srnic_req_step(qp, &bytes))
 			return more;
 	return true;
 }
@@ -356,28 +380,27 @@ static int srnic_rc_resolve_path(struct srnic_qp *qp)
 }
 
 /**
- * srnic_rc_resolve_dest() - find out how to reach the QP's destination
+ * srnic_rc_resolve_dest() - record how to reach the QP's destination
  * @qp: a QP entering RTR, its AV set
+ * @local_ifindex: srnic_local_gid_ifindex() of the AV's destination GID
+ *		   in the QP's namespace, looked up before state_lock
  *
  * A destination GID owned by an srnic device in the QP's namespace is
- * served by local delivery (its netdev's ifindex is recorded); any other
- * by the wire. Either way the path is recorded: received packets are
- * checked against it. Context: process, state_lock held, before the QP's
- * state changes.
+ * served by local delivery (its netdev's @local_ifindex is recorded); any
+ * other (@local_ifindex 0) by the wire. Either way the path is recorded:
+ * received packets are checked against it. Context: state_lock held,
+ * before the QP's state changes.
  *
  * Return: 0, or -EINVAL when the address vector mixes IPv4 and IPv6.
  */
-int srnic_rc_resolve_dest(struct srnic_qp *qp)
+int srnic_rc_resolve_dest(struct srnic_qp *qp, int local_ifindex)
 {
-	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
-	const union ib_gid *dgid = &qp->attrs.ah_attr.grh.dgid;
-	struct net *net = read_pnet(&sdev->net);
 	int err;
 
 	err = srnic_rc_resolve_path(qp);
 	if (err)
 		return err;
-	qp->req.local_ifindex = srnic_local_gid_ifindex(net, dgid);
+	qp->req.local_ifindex = local_ifindex;
 	qp->req.rnr_retries_left = qp->attrs.rnr_retry;
 	qp->req.rnr_waiting = false;
 	qp->resp.epsn = qp->attrs.rq_psn;

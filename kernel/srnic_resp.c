@@ -317,7 +317,7 @@ static bool srnic_resp_to_error(struct srnic_qp *qp,
 
 	if (qp->resp.have_rwqe && recv_status != IB_WC_SUCCESS)
 		cq = srnic_resp_rwqe_done(qp, &cqe, &xsrq);
-	mutex_lock(&qp->state_lock);
+	srnic_qp_change_begin(qp);
 	reset = qp->state == IB_QPS_RESET;
 	if (!reset) {
 		/* A lost completion: the QP goes to error all the same. */
@@ -327,7 +327,7 @@ static bool srnic_resp_to_error(struct srnic_qp *qp,
 	}
 	if (!reset && nak)
 		srnic_resp_nak(qp, psn, SRNIC_AETH_NAK, value);
-	mutex_unlock(&qp->state_lock);
+	srnic_qp_change_end(qp);
 	if (xsrq)
 		srnic_srq_put(xsrq);
 	return !reset;

@@ -140,8 +140,14 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 		err = srnic_tx_attach(txd, NULL);
 		attach = err > 0 && err < MAX_SKB_FRAGS;
 	}
+	/*
+	 * A run in a kernel consumer's atomic context may not sleep, nor may
+	 * the fatal NAK, sent under state_lock: packets without payload (ACKs,
+	 * NAKs) need no reclaim either.
+	 */
 	skb = srnic_tx_alloc(sdev, hdr_len + (attach ? 0 : txd->len + pad),
-			     GFP_KERNEL);
+			     txd->len && srnic_engine_task_may_sleep(&qp->task) ?
+			     GFP_KERNEL : GFP_ATOMIC);
 	if (!skb) {
 		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
 		return -ENOMEM;

@@ -173,6 +173,29 @@ def sysfs_read(path):
         return f.read().strip()
 
 
+def engine_thread_pids():
+    """{name: pid} of srnic's NIC engine threads (srnic/CPU, shared by
+    every device)."""
+    threads = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                comm = sysfs_read(f"/proc/{pid}/comm")
+            except OSError:
+                continue
+            if re.fullmatch(r"srnic/\d+", comm):
+                threads[comm] = int(pid)
+    return threads
+
+
+def engine_wakeups():
+    """How often srnic's engine threads have been switched to, all of them
+    together (the third field of /proc/PID/schedstat: the times a task was
+    run on a CPU, each after a wake-up or a preemption)."""
+    return sum(int(sysfs_read(f"/proc/{pid}/schedstat").split()[2])
+               for pid in engine_thread_pids().values())
+
+
 def port_gids(name):
     """[(index, gid, type)] of the non-zero GIDs of port 1."""
     base = f"{SYSFS_IB}/{name}/ports/1"

@@ -13,7 +13,8 @@ from harness import (SRNIC_ROOT, SYSFS_IB, AsyncWatch, ContextHolder, Veth,
                      devinfo_field,
                      eui64_from_mac, ib_devices, ibv_devinfo, ipv4_gid,
                      link_add, link_delete, module_loaded, port_gids,
-                     rdma_devs, rdma_links, run, sysfs_read, wait_for)
+                     rdma_devs, rdma_links, run, sysfs_read, wait_for,
+                     engine_thread_pids)
 from uverbs_raw import SRNIC_ABI_VERSION
 
 
@@ -316,21 +317,6 @@ def test_demo_shows_two_active_devices_with_gids(srnic):
     assert out.count("PORT_ACTIVE (4)") == 2
     # ... and moves data between them, checked by ibv_rc_pingpong -c.
     assert "13107200 bytes in" in out and "100 iters in" in out, out
-
-
-def engine_thread_pids():
-    """{name: pid} of srnic's NIC engine threads (srnic/CPU, shared by
-    every device)."""
-    threads = {}
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                comm = sysfs_read(f"/proc/{pid}/comm")
-            except OSError:
-                continue
-            if re.fullmatch(r"srnic/\d+", comm):
-                threads[comm] = int(pid)
-    return threads
 
 
 def engine_threads():

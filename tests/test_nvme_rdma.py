@@ -98,6 +98,22 @@ def test_kernel_cqs_in_every_poll_context_and_shared(nvme):
                if cq["poll-ctx"] in ("SOFTIRQ", "WORKQUEUE")), cqs
 
 
+def test_io_wakes_no_engine_thread(nvme):
+    """Kernel consumers' posts run the QP's work in the poster's context
+    (srnic_engine_task_run_atomic(), kernel/srnic_engine.c): the host's
+    command, the target's data and response, the receives both repost, all
+    between two QPs of one device, switch to no engine thread. Before, each
+    of them woke one: several per I/O."""
+    dev = nvme[0]
+    ios = 4096
+    before = harness.engine_wakeups()
+    out = nvme_rdma.fio(dev, "--rw=randread", "--bs=4k",
+                        f"--size={ios * 4}k", "--iodepth=8")
+    woken = harness.engine_wakeups() - before
+    assert "READ: bw=" in out, out
+    assert woken < ios / 20, f"{woken} engine wake-ups for {ios} I/Os"
+
+
 def test_polled_io_completes_through_the_direct_cq(nvme):
     """io_uring's hipri I/O goes to the polled queue, whose completions the
     submitter reaps with ib_process_cq_direct(): crc32c-verified."""
