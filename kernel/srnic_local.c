@@ -348,12 +348,14 @@ enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 
 	*status = IB_WC_SUCCESS;
 	/*
-	 * A user QP's memory may have to be faulted in (ODP), its RQ taken
-	 * back from a direct loan, its windows revoked: all of which sleep.
-	 * A run in a kernel consumer's atomic context leaves it to the engine
-	 * before touching anything.
+	 * A process's memory may have to be faulted in (ODP), a user QP's RQ
+	 * taken back from a direct loan, its windows revoked: all of which
+	 * sleep. An XRC_TGT QP, which ib_core creates for a process, receives
+	 * into the process's XRC SRQs and MRs. A run in a kernel consumer's
+	 * atomic context leaves such a destination to the engine before
+	 * touching anything.
 	 */
-	if (dest && dest->ibqp.uobject &&
+	if (dest && (dest->ibqp.uobject || to_tgt) &&
 	    !srnic_engine_task_may_sleep(&qp->task)) {
 		srnic_qp_put(dest);
 		return SRNIC_EXEC_DEFER;
