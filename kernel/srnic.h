@@ -101,7 +101,10 @@ void srnic_engine_task_start(struct srnic_engine_task *task);
 void srnic_engine_task_stop(struct srnic_engine_task *task);
 void srnic_engine_task_schedule(struct srnic_engine_task *task);
 void srnic_engine_task_run_here(struct srnic_engine_task *task);
-void srnic_engine_task_run_atomic(struct srnic_engine_task *task);
+void srnic_engine_task_kick(struct srnic_engine_task *task);
+bool srnic_engine_in_atomic_run(void);
+void srnic_engine_task_allow_atomic(struct srnic_engine_task *task);
+void srnic_engine_task_forbid_atomic(struct srnic_engine_task *task);
 void srnic_engine_task_defer(struct srnic_engine_task *task);
 void srnic_engine_task_poll(struct srnic_engine_task *task, u64 gap_ns);
 u64 srnic_engine_stream_ns(void);
@@ -428,6 +431,8 @@ void srnic_req_rnr_wait(struct srnic_qp *qp, u8 code);
 bool srnic_req_rnr_wait_over(struct srnic_qp *qp);
 void srnic_qp_ask_doorbells(struct srnic_qp *qp);
 void srnic_qp_woken(struct srnic_engine_task *task);
+void srnic_sq_stream_begin(struct srnic_qp *qp);
+void srnic_sq_stream_check(struct srnic_qp *qp);
 
 /* srnic_rc.c: the QP engine task, the local-delivery requester */
 extern const struct srnic_engine_task_ops srnic_qp_task_ops;

@@ -554,6 +554,14 @@ static int srnic_direct_check_qps(struct srnic_qp *poster,
 	if (!dest || dest->ibqp.device != poster->ibqp.device ||
 	    dest->ibqp.qp_type != IB_QPT_RC)
 		return -EOPNOTSUPP;
+	/*
+	 * A QP whose work may run where it may not sleep takes part in no
+	 * window (its state changes would have to revoke them): a kernel QP,
+	 * a user QP reached over the wire (srnic_qp_update_atomic()).
+	 */
+	if (test_bit(SRNIC_TASK_ATOMIC_OK, &poster->task.flags) ||
+	    test_bit(SRNIC_TASK_ATOMIC_OK, &dest->task.flags))
+		return -EOPNOTSUPP;
 	if (!srnic_responder_ready(dest) ||
 	    (READ_ONCE(dest->attrs.access_flags) & dest_access) != dest_access)
 		return -EAGAIN;

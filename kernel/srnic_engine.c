@@ -234,6 +234,33 @@ static void srnic_engine_task_release(struct srnic_engine_task *task,
 		srnic_engine_task_schedule(task);
 }
 
+/*
+ * Runs of a task a doorbell, post or packet context makes in a row, before
+ * what remains goes to the engine.
+ */
+#define SRNIC_ENGINE_LOCAL_RUNS 4
+
+/*
+ * Run a task claimed in a doorbell's, post's or packet's context; returns
+ * whether work remains. Work another context brought while it ran,
+ * typically the ACK or the answer that its own send brought back through
+ * a softirq nested in this very run (which found the task running and set
+ * PENDING), is done here too, a few runs at most, rather than by waking
+ * the engine for it.
+ */
+static bool srnic_engine_task_run_local(struct srnic_engine_task *task)
+{
+	unsigned int runs = SRNIC_ENGINE_LOCAL_RUNS;
+	bool more = task->ops->run(task);
+
+	/* test_and_clear_bit() orders the clear before run() reads work. */
+	while (!more && --runs &&
+	       test_and_clear_bit(SRNIC_TASK_PENDING, &task->flags) &&
+	       !test_bit(SRNIC_TASK_STOPPED, &task->flags))
+		more = task->ops->run(task);
+	return more;
+}
+
 /**
  * srnic_engine_task_poll() - let the engine serve a task's rings by polling
  * @task: the task, whose producers publish work faster than doorbells pay
@@ -291,30 +318,25 @@ void srnic_engine_task_run_here(struct srnic_engine_task *task)
 	if (test_bit(SRNIC_TASK_STOPPED, &task->flags) ||
 	    !srnic_engine_task_claim(task))
 		return;
-	srnic_engine_task_release(task, task->ops->run(task));
+	srnic_engine_task_release(task, srnic_engine_task_run_local(task));
 }
 
 /* Runs of srnic_engine_task_run_atomic() in progress on this CPU. */
 static DEFINE_PER_CPU(unsigned int, srnic_engine_atomic_runs);
 
-/**
- * srnic_engine_task_run_atomic() - run a task in the caller's context,
- *	which may not sleep
- * @task: the task, whose run() honours srnic_engine_task_may_sleep()
- *
- * A kernel consumer's post, which may come from any context but a hard
- * interrupt, calls this instead of waking the engine: a ULP's request and
- * its answer then cost no thread's wake-up each, as rxe runs a kernel
- * QP's work in a tasklet. When no other context is serving the task, one
- * budget of its work is done here with bottom halves disabled (the
- * completion handlers it calls run as behind a NIC's interrupt); work
- * that would sleep, and whatever the budget leaves, goes to the engine.
- * With interrupts disabled, or inside another such run on this CPU (a
- * completion handler that posts), the engine runs the task instead.
- *
- * Context: any but hard interrupt or NMI.
+/*
+ * Run a task in the caller's context, which may not sleep (from
+ * srnic_engine_task_kick()): a post or a received packet then costs no
+ * thread's wake-up, as rxe runs a kernel QP's work in a tasklet and its
+ * responder in the receiving softirq. When no other context is serving
+ * the task, one budget of its work is done here with bottom halves
+ * disabled (the completion handlers it calls run as behind a NIC's
+ * interrupt); work that would sleep, and whatever the budget leaves, goes
+ * to the engine. With interrupts disabled, inside another such run on
+ * this CPU (a completion handler that posts), or for a task no longer
+ * allowed to (srnic_engine_task_forbid_atomic()), the engine runs it.
  */
-void srnic_engine_task_run_atomic(struct srnic_engine_task *task)
+static void srnic_engine_task_run_atomic(struct srnic_engine_task *task)
 {
 	bool more;
 
@@ -330,14 +352,87 @@ void srnic_engine_task_run_atomic(struct srnic_engine_task *task)
 	if (test_bit(SRNIC_TASK_STOPPED, &task->flags) ||
 	    !srnic_engine_task_claim(task))
 		goto out;
-	__this_cpu_inc(srnic_engine_atomic_runs);
 	set_bit(SRNIC_TASK_ATOMIC, &task->flags);
-	more = task->ops->run(task);
-	clear_bit(SRNIC_TASK_ATOMIC, &task->flags);
+	/* ATOMIC before ATOMIC_OK is read; pairs with _forbid_atomic(). */
+	smp_mb__after_atomic();
+	if (!test_bit(SRNIC_TASK_ATOMIC_OK, &task->flags)) {
+		clear_bit(SRNIC_TASK_ATOMIC, &task->flags);
+		srnic_engine_task_release(task, true);
+		goto out;
+	}
+	__this_cpu_inc(srnic_engine_atomic_runs);
+	more = srnic_engine_task_run_local(task);
 	__this_cpu_dec(srnic_engine_atomic_runs);
+	clear_bit_unlock(SRNIC_TASK_ATOMIC, &task->flags);
 	srnic_engine_task_release(task, more);
 out:
 	local_bh_enable();
+}
+
+/**
+ * srnic_engine_in_atomic_run() - is the caller in a run that may not sleep?
+ *
+ * True inside srnic_engine_task_run_atomic()'s run() (any task's). The
+ * per-CPU count is stable for the caller either way: such a run keeps its
+ * CPU (bottom halves are disabled), so a caller that reads it while not in
+ * one is on a CPU that is not in one.
+ */
+bool srnic_engine_in_atomic_run(void)
+{
+	return raw_cpu_read(srnic_engine_atomic_runs);
+}
+
+/**
+ * srnic_engine_task_allow_atomic() - let the task run where it may not sleep
+ * @task: a task whose run() honours srnic_engine_task_may_sleep()
+ *
+ * Its posts and received packets then run it in their own context
+ * (srnic_engine_task_kick()).
+ */
+void srnic_engine_task_allow_atomic(struct srnic_engine_task *task)
+{
+	set_bit(SRNIC_TASK_ATOMIC_OK, &task->flags);
+}
+
+/**
+ * srnic_engine_task_forbid_atomic() - the task's runs may sleep from now on
+ * @task: the task
+ *
+ * Returns once no run that may not sleep is in progress: the caller may
+ * then let the task's work come to need sleeping.
+ *
+ * Context: process, not from the task's run().
+ */
+void srnic_engine_task_forbid_atomic(struct srnic_engine_task *task)
+{
+	clear_bit(SRNIC_TASK_ATOMIC_OK, &task->flags);
+	/* ATOMIC_OK cleared before ATOMIC is read; pairs with the run's. */
+	smp_mb__after_atomic();
+	while (test_bit(SRNIC_TASK_ATOMIC, &task->flags))
+		cpu_relax();
+}
+
+/**
+ * srnic_engine_task_kick() - work arrived, in a context that may not sleep
+ * @task: the task
+ *
+ * A kernel consumer's post, or a packet the receive softirq queued: a task
+ * allowed to run without sleeping (srnic_engine_task_allow_atomic()) runs
+ * here (srnic_engine_task_run_atomic()); the engine runs any other, and a
+ * task whose rings it polls (SRNIC_TASK_POLL_RINGS): their producers ring
+ * no doorbell, and a requester waiting for ACKs keeps them polled while
+ * the engine sleeps (its prepare_sleep), counting on the ACK's run to be
+ * the engine's, which polls them again after it.
+ *
+ * Context: any but hard interrupt or NMI.
+ */
+void srnic_engine_task_kick(struct srnic_engine_task *task)
+{
+	if (test_bit(SRNIC_TASK_ATOMIC_OK, &task->flags) &&
+	    !test_bit(SRNIC_TASK_POLL_RINGS, &task->flags))
+		srnic_engine_task_run_atomic(task);
+	else
+		srnic_engine_task_schedule(task);
 }
 
 /**

@@ -37,7 +37,8 @@
 				IB_ACCESS_REMOTE_ATOMIC)
 
 /**
- * srnic_mr_table_init() - prepare a new device's key table
+ * srnic_mr_table_init() - prepare a new device's key table (and its count
+ *	of ODP MRs)
  * @sdev: the device, not yet registered
  */
 void srnic_mr_table_init(struct srnic_dev *sdev)
@@ -47,6 +48,8 @@ void srnic_mr_table_init(struct srnic_dev *sdev)
 	sdev->mr_laps = 0;
 	/* Keys of different devices (and module loads) start apart. */
 	sdev->mr_key_seed = get_random_u8();
+	atomic_set(&sdev->odp_mrs, 0);
+	mutex_init(&sdev->odp_gate);
 }
 
 /**

@@ -315,10 +315,9 @@ static bool srnic_rx_count_checked(struct srnic_dev *sdev,
  * @skb: a packet srnic_rx_enqueue() queued to it
  *
  * A packet is queued before its ICRC is checked: the check, a pass over
- * the whole packet, runs in the QP's engine task rather than in the
- * softirq that received it (which a veth runs on the sending CPU, in the
- * sender's engine thread). Checked once; counted then, as received or as
- * dropped for its ICRC.
+ * the whole packet, runs in the QP's task, whoever runs it (for a QP whose
+ * task may run in the receiving softirq, that softirq). Checked once;
+ * counted then, as received or as dropped for its ICRC.
  *
  * Return: whether the packet is good; the caller frees a bad one.
  * Context: @qp's task, or under its receive queue's lock.
@@ -411,7 +410,7 @@ static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
  *	 consumed
  * @pkt: its parsed headers
  *
- * The packet is queued to the destination QP, whose engine task checks
+ * The packet is queued to the destination QP, whose task checks
  * its ICRC (srnic_rx_icrc_checked()) and processes it; packets for no
  * QP, or one that cannot take them, have their ICRC checked here and are
  * counted and dropped. Multicast packets are checked before they are
@@ -443,13 +442,20 @@ void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 }
 
 /**
- * srnic_rx_enqueue() - queue a validated packet for a QP's engine task
+ * srnic_rx_enqueue() - queue a validated packet for a QP's task
  * @qp: the destination QP, referenced by the caller
  * @skb: the packet, skb->data at the BTH; queued on success, else left to
  *	 the caller
  * @pkt: its parsed headers
  * @icrc_checked: the ICRC is checked and the packet counted already, else
  *	the QP's task does both (srnic_rx_icrc_checked())
+ *
+ * The task runs right here when it may run without sleeping
+ * (srnic_engine_task_kick(): a kernel RC, UC or XRC_INI QP's, a user one's
+ * reached over the wire), as rxe's responder runs in the receiving
+ * softirq: one budget of the QP's work per packet, within the budget NAPI
+ * gives the softirq; otherwise, and for a stream of requests the QP does
+ * not answer, its engine runs it.
  *
  * Return: SRNIC_CNT_RX_PACKETS when queued, else the drop counter
  * (the QP does not take the packet, or its queue is full). Context: softirq.
@@ -473,7 +479,19 @@ enum srnic_counter srnic_rx_enqueue(struct srnic_qp *qp, struct sk_buff *skb,
 	cb->pkt = *pkt;
 	cb->icrc_unchecked = !icrc_checked;
 	skb_queue_tail(&qp->rxq, skb);
-	srnic_engine_task_schedule(&qp->task);
+	/*
+	 * A second request message before the QP posted anything is a
+	 * stream it does not answer: its engine takes the packets, on its
+	 * own CPU, rather than this softirq, which a veth runs on the
+	 * sender's CPU. An answered message (a ping-pong, a bidirectional
+	 * stream) and responses are processed right here.
+	 */
+	if ((pkt->flags & (SRNIC_OPF_REQUEST | SRNIC_OPF_FIRST)) ==
+	    (SRNIC_OPF_REQUEST | SRNIC_OPF_FIRST) &&
+	    atomic_inc_return(&qp->rx_unanswered) > 1)
+		srnic_engine_task_schedule(&qp->task);
+	else
+		srnic_engine_task_kick(&qp->task);
 	return SRNIC_CNT_RX_PACKETS;
 }
 

@@ -110,7 +110,7 @@ struct srnic_engine_task;
  * @run: do a budget of work; return true if work remains. Never runs
  *	 concurrently with itself; called by the engine thread, or by a
  *	 doorbell syscall (srnic_engine_task_run_here()), in process context;
- *	 or by a kernel consumer's post (srnic_engine_task_run_atomic()) with
+ *	 or by a post or a received packet (srnic_engine_task_kick()) with
  *	 bottom halves disabled, where srnic_engine_task_may_sleep() is false
  *	 and work that would sleep is left to the engine
  *	 (srnic_engine_task_defer()).
@@ -138,6 +138,7 @@ enum srnic_engine_task_flags {
 	SRNIC_TASK_RUNNING,	/* some context is in run() (a bit lock) */
 	SRNIC_TASK_PENDING,	/* a context found it running: run it again */
 	SRNIC_TASK_ATOMIC,	/* the run in progress may not sleep */
+	SRNIC_TASK_ATOMIC_OK,	/* it may run where it may not sleep */
 };
 
 /**
@@ -160,8 +161,8 @@ struct srnic_engine_task {
  * srnic_engine_task_may_sleep() - may the task's run in progress sleep?
  * @task: the task, from its run()
  *
- * False in a run a kernel consumer's post started in its own context
- * (srnic_engine_task_run_atomic()): such a run allocates with GFP_ATOMIC
+ * False in a run that a post or a received packet started in its own
+ * context (srnic_engine_task_kick()): such a run allocates with GFP_ATOMIC
  * and leaves what would sleep to the engine (srnic_engine_task_defer()).
  */
 static inline bool srnic_engine_task_may_sleep(const struct srnic_engine_task *task)
@@ -264,6 +265,9 @@ struct srnic_fault {
  * @max_dm_size: device memory budget (module parameter max_dm_kib at
  *		 creation), bytes
  * @dm_used: device memory allocated, bytes, charged against @max_dm_size
+ * @odp_mrs: ODP MRs of the device; while there is one, user QPs' tasks do
+ *	     not run in a context that may not sleep (srnic_odp.c)
+ * @odp_gate: serialises the first ODP MR's wait for such runs
  */
 struct srnic_dev {
 	struct ib_device ibdev;
@@ -303,6 +307,8 @@ struct srnic_dev {
 	spinlock_t mcast_lock;	/* with RTNL, guards changes of mcast_list */
 	u64 max_dm_size;
 	atomic64_t dm_used;
+	atomic_t odp_mrs;
+	struct mutex odp_gate;		/* the first ODP MR's wait */
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -917,6 +923,11 @@ struct srnic_path {
  *	     wraps), for srnic_sq_doorbell()
  * @doorbell_ns: when the SQ's doorbell last rang (ktime_get_ns())
  * @doorbell_rx_msgs: @rx_msgs then
+ * @stream_producer: the SQ's producer index the engine last saw new posts
+ *		     at, while it polls the SQ (srnic_sq_stream_check())
+ * @stream_rx_msgs: @rx_msgs then
+ * @rx_unanswered: request messages received since the QP last posted to
+ *		   its SQ (srnic_rx_enqueue())
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -946,6 +957,9 @@ struct srnic_qp {
 	atomic_t rx_msgs;
 	u64 doorbell_ns;
 	u32 doorbell_rx_msgs;
+	u32 stream_producer;
+	u32 stream_rx_msgs;
+	atomic_t rx_unanswered;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)

@@ -102,6 +102,7 @@ static const struct mmu_interval_notifier_ops srnic_odp_ops = {
  */
 int srnic_odp_init(struct srnic_mr *mr, u64 start, u64 length, int access)
 {
+	struct srnic_dev *sdev = to_srnic_dev(mr->pd->ibpd.device);
 	struct ib_umem_odp *odp;
 
 	xa_init(&mr->odp_children);
@@ -115,6 +116,17 @@ int srnic_odp_init(struct srnic_mr *mr, u64 start, u64 length, int access)
 		return PTR_ERR(odp);
 	odp->private = mr;
 	mr->odp = odp;
+	/*
+	 * A run that may not sleep (a user QP's, in the receiving softirq)
+	 * must not find the MR: it could not fault its pages in. Such runs
+	 * look at the count first, with bottom halves disabled, which makes
+	 * them RCU readers: once the first ODP MR has waited for those in
+	 * progress, every run sees the count before it can see an ODP MR.
+	 */
+	mutex_lock(&sdev->odp_gate);
+	if (atomic_inc_return(&sdev->odp_mrs) == 1)
+		synchronize_rcu();
+	mutex_unlock(&sdev->odp_gate);
 	return 0;
 }
 
@@ -135,6 +147,7 @@ void srnic_odp_release(struct srnic_mr *mr)
 	xa_destroy(&mr->odp_children);
 	ib_umem_odp_release(mr->odp);
 	mr->odp = NULL;
+	atomic_dec(&to_srnic_dev(mr->pd->ibpd.device)->odp_mrs);
 }
 
 /* The user address behind @iova, which srnic_mr_lookup() checked. */

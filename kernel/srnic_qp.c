@@ -115,10 +115,12 @@ static void srnic_sq_doorbell(struct srnic_qp *qp)
 		 rx == READ_ONCE(qp->doorbell_rx_msgs);
 	WRITE_ONCE(qp->doorbell_ns, now);
 	WRITE_ONCE(qp->doorbell_rx_msgs, rx);
-	if (stream)
+	if (stream) {
+		srnic_sq_stream_begin(qp);
 		srnic_engine_task_poll(&qp->task, gap);
-	else
+	} else {
 		srnic_engine_task_run_here(&qp->task);
+	}
 }
 
 /*
@@ -129,22 +131,23 @@ static void srnic_sq_doorbell(struct srnic_qp *qp)
  * context unless another context is running it already (the engine wakes
  * only for what one budget leaves); a kernel RC, UC or XRC QP's post runs
  * it in the caller's context too, which may be atomic
- * (srnic_engine_task_run_atomic()), so that a ULP's request and its
- * answer between two QPs of one host wake no thread. UD and GSI QPs'
- * posts, and a user RQ's doorbell, wake the engine.
+ * (srnic_engine_task_kick()), so that a ULP's request and its answer
+ * between two QPs of one host wake no thread. UD and GSI QPs' posts, and a
+ * user RQ's doorbell, wake the engine.
  */
 static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 {
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
+	/* An answer: the requests received are not a stream (net.c). */
+	if (is_sq)
+		atomic_set(&qp->rx_unanswered, 0);
 	if (state == IB_QPS_ERR || (is_sq && state == IB_QPS_SQE))
 		srnic_wq_flush(qp, is_sq ? &qp->sq : &qp->rq, is_sq);
 	else if (is_sq && qp->ibqp.uobject)
 		srnic_sq_doorbell(qp);
-	else if (!qp->ibqp.uobject && !srnic_qp_is_ud(qp))
-		srnic_engine_task_run_atomic(&qp->task);
 	else
-		srnic_engine_task_schedule(&qp->task);
+		srnic_engine_task_kick(&qp->task);
 }
 
 /* ---- create / destroy ------------------------------------------------- */
@@ -270,6 +273,12 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	srnic_engine_task_init(sdev, &qp->task,
 			       srnic_qp_is_ud(qp) ? &srnic_ud_task_ops :
 			       &srnic_qp_task_ops, qpn);
+	/*
+	 * A kernel RC, UC or XRC_INI QP's work never needs to sleep: its
+	 * posts and received packets run it where they come from.
+	 */
+	if (!udata && !srnic_qp_is_ud(qp) && !xrc_tgt)
+		srnic_engine_task_allow_atomic(&qp->task);
 	srnic_engine_task_start(&qp->task);
 
 	if (!xrc_tgt) {
@@ -432,6 +441,27 @@ static void srnic_qp_store_attrs(struct srnic_qp *qp,
 		rdma_replace_ah_attr(&a->ah_attr, &attr->ah_attr);
 }
 
+/*
+ * Whether a user RC, UC or XRC_INI QP's work may run where it may not
+ * sleep (its received packets then run it in the receiving softirq): while
+ * its destination is over the wire. Local delivery's destinations, and
+ * the direct windows and loans between QPs of one device, may need to
+ * sleep. Called by modify_qp, direct_mutex held, state_lock not: a run
+ * forbidden to go on may be waiting for it.
+ */
+static void srnic_qp_update_atomic(struct srnic_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (!qp->ibqp.uobject || srnic_qp_is_ud(qp))
+		return;
+	if (state != IB_QPS_RESET && state != IB_QPS_INIT &&
+	    !qp->req.local_ifindex)
+		srnic_engine_task_allow_atomic(&qp->task);
+	else
+		srnic_engine_task_forbid_atomic(&qp->task);
+}
+
 /**
  * srnic_modify_qp() - ib_device_ops.modify_qp
  * @ibqp: the QP
@@ -493,7 +523,15 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		srnic_engine_task_schedule(&qp->task);
 	}
 out_unlock:
-	srnic_qp_change_end(qp);
+	/*
+	 * srnic_qp_change_end(), with the QP's runs allowed or forbidden
+	 * to be atomic in between: before a grant can be made for it.
+	 */
+	spin_unlock_bh(&qp->state_lock);
+	if (!err)
+		srnic_qp_update_atomic(qp);
+	if (qp->ibqp.uobject)
+		srnic_direct_qp_change_end(qp);
 	return err;
 }
 

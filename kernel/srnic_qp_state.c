@@ -198,6 +198,24 @@ void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 	}
 }
 
+/*
+ * Whether a change of @qp must go through the direct path. A user QP's
+ * must, unless it is made by the QP's own run that may not sleep, which
+ * only a QP allowed to run so has (srnic_qp_update_atomic()): such a QP
+ * takes part in no window or loan (srnic_direct_check_qps() refuses it),
+ * and modify_qp, which alone forbids it (under direct_mutex), waits for
+ * that run to end before any grant can be made.
+ */
+static bool srnic_qp_change_is_direct(struct srnic_qp *qp)
+{
+	if (!qp->ibqp.uobject)
+		return false;
+	if (!srnic_engine_in_atomic_run())
+		return true;
+	WARN_ON_ONCE(!test_bit(SRNIC_TASK_ATOMIC_OK, &qp->task.flags));
+	return false;
+}
+
 /**
  * srnic_qp_change_begin() - begin a change of a QP's state or attributes
  * @qp: the QP
@@ -208,12 +226,13 @@ void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
  * sleeps): entering a state flushes the RQ into the receive CQ a loan
  * lends to a poster, and no window may outlive the state that allowed it.
  * A kernel QP takes part in none (windows and loans are a user poster's,
- * of a user destination's memory and rings), so its changes never sleep:
- * a run in a kernel consumer's atomic context makes them.
+ * of a user destination's memory and rings), nor does a user QP whose
+ * work runs where it may not sleep (srnic_qp_change_is_direct()): such
+ * runs make their changes without sleeping.
  */
 void srnic_qp_change_begin(struct srnic_qp *qp)
 {
-	if (qp->ibqp.uobject)
+	if (srnic_qp_change_is_direct(qp))
 		srnic_direct_qp_change_begin(qp);
 	spin_lock_bh(&qp->state_lock);
 }
@@ -225,7 +244,7 @@ void srnic_qp_change_begin(struct srnic_qp *qp)
 void srnic_qp_change_end(struct srnic_qp *qp)
 {
 	spin_unlock_bh(&qp->state_lock);
-	if (qp->ibqp.uobject)
+	if (srnic_qp_change_is_direct(qp))
 		srnic_direct_qp_change_end(qp);
 }
 

@@ -38,10 +38,10 @@ static void srnic_req_no_answer_wait(struct srnic_qp *qp)
 }
 
 /*
- * Bytes of payload a run in a kernel consumer's atomic context moves at
- * most (srnic_engine_task_run_atomic()), about what a NIC's interrupt
- * handler would do: a longer WQE, and what follows it, go to the engine,
- * whose thread the scheduler can preempt.
+ * Bytes of payload a run that may not sleep moves at most
+ * (srnic_engine_task_kick()), about what a NIC's interrupt handler would
+ * do: a longer WQE, and what follows it, go to the engine, whose thread
+ * the scheduler can preempt.
  */
 #define SRNIC_REQ_ATOMIC_BYTES (256 * 1024)
 
@@ -196,6 +196,18 @@ static bool srnic_qp_run(struct srnic_engine_task *task)
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 	bool more;
 
+	/* A polled SQ whose posts follow received requests: doorbells. */
+	if (test_bit(SRNIC_TASK_POLL_RINGS, &task->flags))
+		srnic_sq_stream_check(qp);
+	/*
+	 * A process's ODP MR may need faulting in, which sleeps: while the
+	 * device has one, a user QP's work is the engine's.
+	 */
+	if (!srnic_engine_task_may_sleep(task) && qp->ibqp.uobject &&
+	    atomic_read(&to_srnic_dev(qp->ibqp.device)->odp_mrs)) {
+		srnic_engine_task_defer(task);
+		return false;
+	}
 	/*
 	 * The QP went through RESET since the last run. Its task need not
 	 * have run meanwhile (its engine was busy with another QP, or the

@@ -317,6 +317,40 @@ void srnic_qp_ask_doorbells(struct srnic_qp *qp)
 }
 
 /**
+ * srnic_sq_stream_begin() - the engine is about to poll the SQ
+ * @qp: a QP whose doorbells came as a stream (srnic_sq_doorbell())
+ */
+void srnic_sq_stream_begin(struct srnic_qp *qp)
+{
+	WRITE_ONCE(qp->stream_producer, READ_ONCE(qp->sq.ring.ctrl->producer));
+	WRITE_ONCE(qp->stream_rx_msgs, atomic_read(&qp->rx_msgs));
+}
+
+/**
+ * srnic_sq_stream_check() - is the SQ the engine polls still a stream?
+ * @qp: the QP, from its task run by the engine while it polls the SQ
+ *
+ * The doorbell rule (srnic_sq_doorbell()) handed the SQ to the engine
+ * because its posts came without requests received between them. Posts
+ * that follow received requests again (a ping-pong, a bidirectional
+ * stream) are served by doorbells, as the rule would serve them: the SQ
+ * asks for them again, and the QP's received packets are processed where
+ * they arrive (srnic_engine_task_kick()) rather than by the engine.
+ */
+void srnic_sq_stream_check(struct srnic_qp *qp)
+{
+	u32 producer = READ_ONCE(qp->sq.ring.ctrl->producer);
+	u32 rx = atomic_read(&qp->rx_msgs);
+
+	if (producer == READ_ONCE(qp->stream_producer))
+		return;
+	if (rx != READ_ONCE(qp->stream_rx_msgs))
+		srnic_qp_ask_doorbells(qp);
+	WRITE_ONCE(qp->stream_producer, producer);
+	WRITE_ONCE(qp->stream_rx_msgs, rx);
+}
+
+/**
  * srnic_qp_woken() - engine callback: polling again, no doorbells needed
  * @task: the QP's task (RC, UC or UD)
  */

@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from harness import link_counters
+from harness import engine_wakeups, link_counters
 from perftools import TOOL_TIMEOUT, perftest_argv, run_pair, syscalls_per_post
 from topology import KIND, topology  # noqa: F401 (fixture)
 
@@ -40,6 +40,35 @@ def test_rc_pingpong(topology, size, events, tmp_path):
     out, _ = run_pair(topology, argv(topology.a), argv(topology.b), port,
                       tmp_path, f"pingpong-{size}")
     assert f"{iters} iters" in out, out
+
+
+@pytest.mark.check_topologies("veth-two-netns")
+def test_wire_ping_pong_wakes_no_engine_thread(topology, tmp_path):
+    """Between two srnic devices over the wire, a ping-pong's messages
+    wake no engine thread: each end's doorbell syscall sends
+    (srnic_engine_task_run_here()) and each received packet, the message
+    and its ACK, is processed in the receiving softirq
+    (srnic_engine_task_kick(): a user QP reached over the wire may run
+    there), and the SQ is not taken for a stream's (srnic_sq_stream_check()).
+    Before, every received packet was handed to an engine thread: two
+    wake-ups per round trip."""
+    if KIND != "srnic" or topology.id != "veth-two-netns":
+        pytest.skip("two srnic devices on the wire")
+    port = next(ports)
+    iters = 2000
+
+    def argv(end):
+        return ["ibv_rc_pingpong", "-d", end.name, "-g", str(end.gid_index),
+                "-s", "64", "-n", str(iters), "-p", str(port), "-c"]
+
+    before = engine_wakeups()
+    out, _ = run_pair(topology, argv(topology.a), argv(topology.b), port,
+                      tmp_path, "pingpong-wakeups")
+    woken = engine_wakeups() - before
+    print(f"{woken} engine wake-ups for {iters} round trips")
+    assert f"{iters} iters" in out, out
+    assert woken < iters / 20, f"{woken} engine wake-ups for {iters} " \
+        "round trips"
 
 
 # ---- perftest ----------------------------------------------------------------
