@@ -6,21 +6,24 @@
  * Work is organised in tasks (one per QP). A task's run() is never
  * concurrent with itself (a bit lock, SRNIC_TASK_RUNNING), so per-QP state
  * needs no lock; a context that finds the task running marks it PENDING
- * and the runner has it run again. Four contexts run tasks:
+ * and the runner has it run again. Five contexts run tasks:
  *
  * - The doorbell syscall of a user SQ runs the requester in the caller's
  *   context (srnic_engine_task_run_here()), as rxe does: a ping-pong or an
  *   occasional post wakes no thread, and an idle device costs nothing.
  * - A kernel consumer's post (ib_post_send(), ib_post_recv()), which may
  *   come from atomic context, runs the task in the caller's context with
- *   bottom halves disabled (srnic_engine_task_run_atomic()), as rxe runs a
+ *   bottom halves disabled (srnic_engine_task_kick()), as rxe runs a
  *   kernel QP's work in a tasklet: such a run may not sleep
  *   (srnic_engine_task_may_sleep()) and leaves what would to the engine
  *   (srnic_engine_task_defer()).
+ * - The receive softirq runs the task of the QP a packet is for the same
+ *   way, when the QP may run there (srnic_engine_task_allow_atomic()).
  * - The engine threads (one per CPU, bound to it, shared by every device,
  *   running while a device exists) run what other contexts hand them:
- *   received packets (from softirq), timers, work a run in atomic context
- *   deferred, and the rest of a budget a post or doorbell left.
+ *   received packets of the other QPs, timers, work a run that may not
+ *   sleep deferred, and the rest of a budget a post, packet or doorbell
+ *   left.
  * - Streams: a task whose doorbells come faster than the longest polling
  *   window, with nothing received in between (srnic_sq_doorbell()), is
  *   handed to its engine to poll (srnic_engine_task_poll()), so a steady
@@ -228,6 +231,9 @@ static bool srnic_engine_task_claim(struct srnic_engine_task *task)
 static void srnic_engine_task_release(struct srnic_engine_task *task,
 				      bool more)
 {
+	/* A run that may not sleep left the rest to the engine. */
+	if (test_and_clear_bit(SRNIC_TASK_DEFERRED, &task->flags))
+		more = true;
 	/* Unlock, full barrier, wake srnic_engine_task_stop(). */
 	clear_and_wake_up_bit(SRNIC_TASK_RUNNING, &task->flags);
 	if (more || test_bit(SRNIC_TASK_PENDING, &task->flags))
@@ -255,6 +261,7 @@ static bool srnic_engine_task_run_local(struct srnic_engine_task *task)
 
 	/* test_and_clear_bit() orders the clear before run() reads work. */
 	while (!more && --runs &&
+	       !test_bit(SRNIC_TASK_DEFERRED, &task->flags) &&
 	       test_and_clear_bit(SRNIC_TASK_PENDING, &task->flags) &&
 	       !test_bit(SRNIC_TASK_STOPPED, &task->flags))
 		more = task->ops->run(task);
@@ -444,7 +451,7 @@ void srnic_engine_task_kick(struct srnic_engine_task *task)
  */
 void srnic_engine_task_defer(struct srnic_engine_task *task)
 {
-	set_bit(SRNIC_TASK_PENDING, &task->flags);
+	set_bit(SRNIC_TASK_DEFERRED, &task->flags);
 }
 
 /**

@@ -139,6 +139,7 @@ enum srnic_engine_task_flags {
 	SRNIC_TASK_PENDING,	/* a context found it running: run it again */
 	SRNIC_TASK_ATOMIC,	/* the run in progress may not sleep */
 	SRNIC_TASK_ATOMIC_OK,	/* it may run where it may not sleep */
+	SRNIC_TASK_DEFERRED,	/* a run left work to the engine */
 };
 
 /**

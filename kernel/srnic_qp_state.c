@@ -200,7 +200,8 @@ void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 
 /*
  * Whether a change of @qp must go through the direct path. A user QP's
- * must, unless it is made by the QP's own run that may not sleep, which
+ * must, unless it is made by a run that may not sleep, which is the QP's
+ * own (local delivery leaves a user destination to the engine) and which
  * only a QP allowed to run so has (srnic_qp_update_atomic()): such a QP
  * takes part in no window or loan (srnic_direct_check_qps() refuses it),
  * and modify_qp, which alone forbids it (under direct_mutex), waits for
@@ -208,12 +209,7 @@ void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
  */
 static bool srnic_qp_change_is_direct(struct srnic_qp *qp)
 {
-	if (!qp->ibqp.uobject)
-		return false;
-	if (!srnic_engine_in_atomic_run())
-		return true;
-	WARN_ON_ONCE(!test_bit(SRNIC_TASK_ATOMIC_OK, &qp->task.flags));
-	return false;
+	return qp->ibqp.uobject && !srnic_engine_in_atomic_run();
 }
 
 /**
