@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """Two kernels on one wire: a suite that asks for "# srnic-vm-run: --peer"
-runs in a VM joined by a virtual Ethernet wire (two QEMU socket netdevs) to
+runs in a VM joined by a virtual Ethernet wire (two QEMU stream netdevs on a Unix socket) to
 a second VM with its own kernel, where tests/peer_agent.py runs the
 commands this module's Peer sends (scripts/vm-run --peer).
 

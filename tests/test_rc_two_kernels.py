@@ -11,8 +11,9 @@ ibv_rc_pingpong with -c (every byte checked; its server on the peer, then
 here) and perftest's six RC tools (server on the peer, client here). The
 peer's end runs through tests/peer.py's RemoteEnd, so the runs are
 tests/perftools.py's, as in test_rc_tools.
-The wire is slow (QEMU's socket netdev, one vCPU per guest: about 14 MB/s
-for TCP, 1.1 ms for a UDP round trip), so the runs are short.
+The wire is slow (QEMU's stream netdev, one vCPU per guest: about 30 MB/s
+for TCP, a quarter of a millisecond for a UDP round trip), so the runs are
+short.
 """
 import itertools
 
