@@ -133,7 +133,11 @@ static void srnic_sq_doorbell(struct srnic_qp *qp)
  * it in the caller's context too, which may be atomic
  * (srnic_engine_task_kick()), so that a ULP's request and its answer
  * between two QPs of one host wake no thread. UD and GSI QPs' posts, and a
- * user RQ's doorbell, wake the engine.
+ * user RQ's doorbell, wake the engine. A kernel QP's receive WQEs need no
+ * run: nothing waits for them (a message that finds the RQ empty is
+ * answered with an RNR NAK, locally or on the wire, and its requester
+ * retries on its own timer), and the responder takes them as messages
+ * arrive.
  */
 static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 {
@@ -146,7 +150,7 @@ static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 		srnic_wq_flush(qp, is_sq ? &qp->sq : &qp->rq, is_sq);
 	else if (is_sq && qp->ibqp.uobject)
 		srnic_sq_doorbell(qp);
-	else
+	else if (is_sq || qp->ibqp.uobject)
 		srnic_engine_task_kick(&qp->task);
 }
 
