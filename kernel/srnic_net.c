@@ -441,6 +441,43 @@ void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 	kfree_skb(skb);
 }
 
+/*
+ * A request message that begins less than this after the QP's previous
+ * request message ended, with nothing posted by the QP in between,
+ * continues a stream; one that begins later stands alone.
+ */
+#define SRNIC_RX_STREAM_GAP_NS	(100 * NSEC_PER_USEC)
+
+/*
+ * Does @pkt, just queued on @qp, continue a stream of request messages the
+ * QP does not answer? Then its engine takes the packets, on its own CPU,
+ * rather than this softirq, which a veth runs on the sender's CPU. An
+ * answered message (a ping-pong, a bidirectional stream), responses, and a
+ * request that comes a round trip after the last (a READ or WRITE
+ * ping-pong between hosts: the responder posts nothing) are processed
+ * right here. Only the first and last packets of a request read the clock.
+ */
+static bool srnic_rx_continues_stream(struct srnic_qp *qp,
+				      const struct srnic_pkt *pkt)
+{
+	bool stream = false;
+	u64 now;
+
+	if (!(pkt->flags & SRNIC_OPF_REQUEST) ||
+	    !(pkt->flags & (SRNIC_OPF_FIRST | SRNIC_OPF_LAST)))
+		return false;
+	now = ktime_get_ns();
+	if (pkt->flags & SRNIC_OPF_FIRST) {
+		if (now - READ_ONCE(qp->rx_request_end_ns) >
+		    SRNIC_RX_STREAM_GAP_NS)
+			atomic_set(&qp->rx_unanswered, 0);
+		stream = atomic_inc_return(&qp->rx_unanswered) > 1;
+	}
+	if (pkt->flags & SRNIC_OPF_LAST)
+		WRITE_ONCE(qp->rx_request_end_ns, now);
+	return stream;
+}
+
 /**
  * srnic_rx_enqueue() - queue a validated packet for a QP's task
  * @qp: the destination QP, referenced by the caller
@@ -479,16 +516,7 @@ enum srnic_counter srnic_rx_enqueue(struct srnic_qp *qp, struct sk_buff *skb,
 	cb->pkt = *pkt;
 	cb->icrc_unchecked = !icrc_checked;
 	skb_queue_tail(&qp->rxq, skb);
-	/*
-	 * A second request message before the QP posted anything is a
-	 * stream it does not answer: its engine takes the packets, on its
-	 * own CPU, rather than this softirq, which a veth runs on the
-	 * sender's CPU. An answered message (a ping-pong, a bidirectional
-	 * stream) and responses are processed right here.
-	 */
-	if ((pkt->flags & (SRNIC_OPF_REQUEST | SRNIC_OPF_FIRST)) ==
-	    (SRNIC_OPF_REQUEST | SRNIC_OPF_FIRST) &&
-	    atomic_inc_return(&qp->rx_unanswered) > 1)
+	if (srnic_rx_continues_stream(qp, pkt))
 		srnic_engine_task_schedule(&qp->task);
 	else
 		srnic_engine_task_kick(&qp->task);

@@ -928,7 +928,9 @@ struct srnic_path {
  *		     at, while it polls the SQ (srnic_sq_stream_check())
  * @stream_rx_msgs: @rx_msgs then
  * @rx_unanswered: request messages received since the QP last posted to
- *		   its SQ (srnic_rx_enqueue())
+ *		   its SQ, in a stream (srnic_rx_continues_stream())
+ * @rx_request_end_ns: when the last request message received ended
+ *		       (ktime_get_ns())
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -961,6 +963,7 @@ struct srnic_qp {
 	u32 stream_producer;
 	u32 stream_rx_msgs;
 	atomic_t rx_unanswered;
+	u64 rx_request_end_ns;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)
