@@ -444,7 +444,10 @@ void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 /*
  * A request message that begins less than this after the QP's previous
  * request message ended, with nothing posted by the QP in between,
- * continues a stream; one that begins later stands alone.
+ * continues a stream; one that begins later stands alone. Not the
+ * doorbells' stream window (srnic_engine_stream_ns(), the longest polling
+ * window, up to milliseconds): that would take a ping-pong between hosts
+ * for a stream.
  */
 #define SRNIC_RX_STREAM_GAP_NS	(100 * NSEC_PER_USEC)
 

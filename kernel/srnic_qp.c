@@ -134,10 +134,10 @@ static void srnic_sq_doorbell(struct srnic_qp *qp)
  * (srnic_engine_task_kick()), so that a ULP's request and its answer
  * between two QPs of one host wake no thread. UD and GSI QPs' posts, and a
  * user RQ's doorbell, wake the engine. A kernel QP's receive WQEs need no
- * run: nothing waits for them (a message that finds the RQ empty is
+ * run: nothing waits for them (an RC message that finds the RQ empty is
  * answered with an RNR NAK, locally or on the wire, and its requester
- * retries on its own timer), and the responder takes them as messages
- * arrive.
+ * retries on its own timer; a UC or UD one is dropped), and the responder
+ * takes them as messages arrive.
  */
 static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 {
