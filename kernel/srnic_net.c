@@ -466,7 +466,8 @@ static bool srnic_rx_continues_stream(struct srnic_qp *qp,
 	bool stream = false;
 	u64 now;
 
-	if (!(pkt->flags & SRNIC_OPF_REQUEST) ||
+	/* A UD QP's packets go to its engine either way. */
+	if (srnic_qp_is_ud(qp) || !(pkt->flags & SRNIC_OPF_REQUEST) ||
 	    !(pkt->flags & (SRNIC_OPF_FIRST | SRNIC_OPF_LAST)))
 		return false;
 	now = ktime_get_ns();
