@@ -261,6 +261,7 @@ int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
 int srnic_cq_post_flush(struct srnic_cq *cq, u64 wr_id, u32 qp_num,
 			u8 wc_opcode);
 bool srnic_cq_adopt_lent(struct srnic_cq *cq, u32 n, u32 *producer);
+void srnic_cq_wait_events(struct srnic_cq *cq);
 
 /* srnic_udata.c: checks of the driver data of uverbs commands */
 int srnic_udata_check_tail(struct ib_udata *udata, size_t known);

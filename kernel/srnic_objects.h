@@ -505,6 +505,11 @@ struct srnic_dm {
  * @cqn: CQ number, reported to the provider
  * @direct_users: QPs and XRC SRQs whose direct path completes into the CQ,
  *		  under the device's direct_lock
+ * @event_cpu: where the completion events of a kernel CQ polled from a
+ *	       bound work queue are raised, its completion vector's CPU; -1
+ *	       for the others (raised where the CQE is posted)
+ * @event_csd: raises a completion event on @event_cpu (an IPI)
+ * @events_in_flight: events @event_csd was queued for and has not raised
  *
  * For kernel CQs the ring's control record is kernel memory only, and
  * poll_cq/req_notify_cq play the provider's part of the protocol on it.
@@ -519,6 +524,9 @@ struct srnic_cq {
 	spinlock_t poll_lock;	/* kernel consumers */
 	u32 cqn;
 	u32 direct_users;	/* QPs and XRC SRQs using it; direct_lock */
+	int event_cpu;
+	call_single_data_t event_csd;
+	atomic_t events_in_flight;
 };
 
 /**

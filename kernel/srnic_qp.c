@@ -325,7 +325,8 @@ err_destroy_sq:
  *
  * Lets a UD QP in RTS send what was posted (srnic_ud_drain_sq()),
  * detaches it from its multicast groups, unpublishes it, waits for lookups
- * in progress (RCU) and for the references they took, then frees the rings.
+ * in progress (RCU) and for the references they took, then frees the rings
+ * and waits for its CQs' completion events in flight.
  */
 int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
@@ -348,10 +349,14 @@ int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	srnic_queue_destroy(&qp->rq.ring);
 	srnic_queue_destroy(&qp->sq.ring);
 	rdma_destroy_ah_attr(&qp->attrs.ah_attr);
-	if (ibqp->send_cq)
+	if (ibqp->send_cq) {
 		srnic_direct_cq_user_del(to_srnic_cq(ibqp->send_cq));
-	if (ibqp->recv_cq)
+		srnic_cq_wait_events(to_srnic_cq(ibqp->send_cq));
+	}
+	if (ibqp->recv_cq) {
 		srnic_direct_cq_user_del(to_srnic_cq(ibqp->recv_cq));
+		srnic_cq_wait_events(to_srnic_cq(ibqp->recv_cq));
+	}
 	if (qp->owner_cred) {
 		put_cred(qp->owner_cred);
 		mmdrop(qp->owner_mm);

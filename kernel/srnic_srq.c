@@ -208,6 +208,7 @@ int srnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 		srnic_srq_put(srq);
 		wait_for_completion(&srq->released);
 		srnic_direct_cq_user_del(to_srnic_cq(ibsrq->ext.cq));
+		srnic_cq_wait_events(to_srnic_cq(ibsrq->ext.cq));
 	}
 	srnic_queue_destroy(&srq->rq.ring);
 	ida_free(&sdev->srq_ids, srq->srqn);

@@ -24,6 +24,7 @@ import ipaddress
 import json
 import mmap
 import os
+import re
 import time
 from pathlib import Path
 
@@ -40,10 +41,35 @@ pytestmark = pytest.mark.timeout(180)
 NS_MIB = 64
 
 
+TRACEFS = "/sys/kernel/tracing"
+CQ_ALLOC = re.compile(r"cq_alloc: cq\.id=(\d+) nr_cqe=\d+ "
+                      r"comp_vector=(\d+) poll_ctx=(\w+)")
+CQ_SCHEDULE = re.compile(r"\[(\d+)\].*cq_schedule: cq\.id=(\d+)")
+
+
+def trace_event(name, on):
+    """Turn ib_core's tracepoint rdma_core:name on or off."""
+    if not os.path.isdir(f"{TRACEFS}/events"):
+        harness.run("mount", "-t", "tracefs", "nodev", TRACEFS)
+    Path(f"{TRACEFS}/events/rdma_core/{name}/enable").write_text(
+        "1" if on else "0")
+
+
+def trace_take():
+    """The trace buffer's lines, which it then forgets."""
+    lines = Path(f"{TRACEFS}/trace").read_text().splitlines()
+    Path(f"{TRACEFS}/trace").write_text("")
+    return lines
+
+
 @pytest.fixture(scope="module")
 def nvme(tmp_path_factory):
     """(block device, backing file, topology): srnic0 on one-device, an
-    nvmet-rdma target on its address, and nvme-rdma connected to it."""
+    nvmet-rdma target on its address, and nvme-rdma connected to it. The
+    kernel CQs the ULPs allocate are traced (rdma_core:cq_alloc) for
+    test_target_events_come_on_their_vectors_cpu()."""
+    trace_event("cq_alloc", True)
+    trace_take()
     topo, veth = topology.build("one-device", "srnic")
     backing = nvme_rdma.make_backing_file(
         tmp_path_factory.mktemp("nvmet") / "ns1.img", NS_MIB << 20)
@@ -53,6 +79,7 @@ def nvme(tmp_path_factory):
         dev = nvme_rdma.connect(topo.a.addr, poll_queues=1)
         yield dev, backing, topo
     finally:
+        trace_event("cq_alloc", False)
         nvme_rdma.disconnect()
         target.stop()
         topology.teardown(topo, veth)
@@ -112,6 +139,44 @@ def test_io_wakes_no_engine_thread(nvme):
     woken = harness.engine_wakeups() - before
     assert "READ: bw=" in out, out
     assert woken < ios / 20, f"{woken} engine wake-ups for {ios} I/Os"
+
+
+def test_target_events_come_on_their_vectors_cpu(nvme):
+    """The target's CQs (nvmet-rdma's IB_POLL_WORKQUEUE CQs from ib_cq_pool,
+    one per completion vector) get their completion events on their
+    vector's CPU, the vector-th possible CPU, as behind a NIC's MSI-X
+    vector (kernel/srnic_cq.c, srnic_cq_event()), whichever CPU posted the
+    CQE: fio runs on each CPU in turn, and nvmet gives the host's queues
+    vectors in the order it accepts them (queue 1, the first CPU's, has
+    vector 1), so each CQ's CQEs come from a CPU other than its vector's.
+    The poller's work item runs where the event is raised: the target's
+    work gets the CPUs it chose rather than the submitter's."""
+    dev, _, topo = nvme
+    cqs = {}
+    for line in trace_take():
+        m = CQ_ALLOC.search(line)
+        if m and m.group(3) == "WORKQUEUE":
+            cqs[m.group(1)] = int(m.group(2))
+    assert cqs, "no IB_POLL_WORKQUEUE CQ allocated by the target"
+    cpus = sorted(os.sched_getaffinity(0))
+    possible = harness.sysfs_read("/sys/devices/system/cpu/possible")
+    assert possible == f"0-{len(cpus) - 1}", (possible, cpus)
+    trace_event("cq_schedule", True)
+    try:
+        for cpu in cpus:
+            nvme_rdma.fio(dev, "--rw=randread", "--bs=4k", "--size=2M",
+                          "--iodepth=4", f"--cpus_allowed={cpu}")
+    finally:
+        trace_event("cq_schedule", False)
+    seen = {}
+    for line in trace_take():
+        m = CQ_SCHEDULE.search(line)
+        if m and m.group(2) in cqs:
+            seen.setdefault(m.group(2), set()).add(int(m.group(1)))
+    assert seen, f"no event on the target's CQs {cqs}"
+    for cq, on in seen.items():
+        assert on == {cqs[cq]}, (
+            f"CQ {cq} (vector {cqs[cq]}): events on CPUs {sorted(on)}")
 
 
 def test_polled_io_completes_through_the_direct_cq(nvme):
