@@ -75,6 +75,32 @@ def disk():
     return Path("/dev") / m.group(1) if m else None
 
 
+# What iscsiadm says when its discovery session ends on its timer.
+DISCOVERY_TIMED_OUT = "timed out"
+
+
+def discover(portal):
+    """SendTargets discovery over iser at portal (iscsiadm), with one more
+    try if the first ends on iscsiadm's 30 s timer. open-iscsi's iscsiadm
+    (2.1.8, and its master in 2026) can lose a discovery response: if the
+    response's RECV_PDU event reaches its netlink socket before the reply to
+    the request that sent the Text request, it reads it while waiting for
+    that reply and queues it, then polls the socket for it (usr/netlink.c's
+    __kipc_call(), usr/discovery.c). That takes a target answering before
+    the initiator's send has returned: with the target's work on its own
+    CPU (its CQ's vector's, kernel/srnic_cq.c), about one discovery in 100
+    in these VMs, whose vCPUs can stall for milliseconds sending an IPI.
+    Any other failure, or two timeouts, fails."""
+    argv = ("iscsiadm", "-m", "discovery", "-t", "sendtargets", "-p", portal,
+            "-I", "iser")
+    p = harness.run(*argv, check=False, timeout=120)
+    if p.returncode and DISCOVERY_TIMED_OUT in p.stderr:
+        p = harness.run(*argv, check=False, timeout=120)
+    assert p.returncode == 0, (
+        f"{' '.join(argv)} exited {p.returncode}\nstdout: {p.stdout}\n"
+        f"stderr: {p.stderr}")
+
+
 class Initiator:
     """open-iscsi logged into IQN at addr:PORT over the iser transport."""
 
@@ -93,8 +119,7 @@ class Initiator:
         self.iscsid = subprocess.Popen(["iscsid", "-f"],
                                        start_new_session=True)
         time.sleep(1)
-        harness.run("iscsiadm", "-m", "discovery", "-t", "sendtargets", "-p",
-                    self.portal, "-I", "iser", timeout=120)
+        discover(self.portal)
         if replacement_timeout is not None:
             harness.run("iscsiadm", "-m", "node", "-T", IQN, "-p",
                         self.portal, "-o", "update", "-n",
