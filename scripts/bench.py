@@ -53,6 +53,11 @@ The measurements, in this order (see Documentation/performance.rst):
               and between two kernels (two VMs of one vCPU each on a QEMU
               stream wire, the target on the peer): srnic to srnic, then
               rxe to rxe, the same fio lines, CPU-seconds of both guests
+  loss        goodput under loss (issue 23): ib_write_bw 64 KiB for 8 s
+              (-D, SRNIC_BENCH_LOSS_SECONDS) between two netns over a veth
+              whose ends both drop 0, 0.1, 1 and 5 % of what they send
+              (netem): srnic to srnic, srnic to rxe (srnic the requester),
+              and rxe to rxe where rxe has network namespaces (7.1 on)
 
 The topologies are tests/topology.py's (veth-two-netns, one-device for
 rxe, its one-device moved to a netns for srnic), the tool runs and the
@@ -102,9 +107,11 @@ def only_lines(lines, tools):
 
 PERFTESTS, SYSCALL_TOOLS = only_lines(PERFTESTS, SYSCALL_TOOLS)
 # SRNIC_BENCH_SECTIONS="cpu,syscalls": only these parts of the one-VM run
-# (memcpy, perftest, syscalls, cpu, nvme), for a quick look; unset: all.
+# (memcpy, perftest, syscalls, cpu, nvme, loss), for a quick look; unset:
+# all.
 SECTIONS = set(w for w in os.environ.get(
-    "SRNIC_BENCH_SECTIONS", "memcpy,perftest,syscalls,cpu,nvme").split(",")
+    "SRNIC_BENCH_SECTIONS",
+    "memcpy,perftest,syscalls,cpu,nvme,loss").split(",")
     if w)
 # (driver, the line's topology): the order of a line's runs
 CONFIGS = [
@@ -198,6 +205,18 @@ CPU_PORT_BASE = 19700
 # second for the engines' polling windows to close; and the guest with no
 # device traffic at all, its baseline.
 IDLE_SECONDS = env_int("SRNIC_BENCH_IDLE_SECONDS", 10)
+# Goodput under loss (issue 23): ib_write_bw 64 KiB for LOSS_SECONDS (-D)
+# from one device to another in another netns over a veth both of whose
+# ends drop LOSS_PERCENTS of what they send (netem). (requester, responder,
+# tests/topology.py's topology: the server on its end a, the client, the
+# requester of ib_write_bw, on end b); rxe to rxe where rxe has network
+# namespaces (7.1 on).
+LOSS_PERCENTS = (0, 0.1, 1, 5)
+LOSS_SECONDS = env_int("SRNIC_BENCH_LOSS_SECONDS", 8)
+LOSS_PAIRS = (("srnic", "srnic", "veth-two-netns"),
+              ("srnic", "rxe", "rxe-to-srnic"),
+              ("rxe", "rxe", "veth-two-netns"))
+LOSS_PORT_BASE = 20700
 
 
 def iters_for(tool, size):
@@ -309,6 +328,7 @@ class Bench:
             "cpu": [],
             "idle": [],
             "nvme": [],
+            "loss": [],
         }
         self.save()
 
@@ -641,6 +661,78 @@ class Bench:
                  f"{e.get('cpu_percent', e.get('error'))}")
         self.record("idle", e)
 
+    # -- goodput under loss --
+
+    def loss_all(self):
+        """LOSS_PAIRS, each on its own topology, at each of LOSS_PERCENTS."""
+        import topology as topology_mod
+
+        os.environ["SRNIC_VETH_MTU"] = VETH_MTU  # harness.Veth
+        for p, (req, resp, topo_id) in enumerate(LOSS_PAIRS):
+            if req == "rxe" and not topology_mod.RXE_NETNS:
+                continue        # a setup this kernel does not have
+            built, error = None, None
+            try:
+                built = topology_mod.build(topo_id, req if req == resp
+                                           else "srnic")
+            except BaseException as err:  # pytest.skip is one
+                error = f"{topo_id}: {type(err).__name__}: {err}"
+            try:
+                for i, loss in enumerate(LOSS_PERCENTS):
+                    e = {"requester": req, "responder": resp,
+                         "topology": topo_id, "loss_percent": loss,
+                         "seconds": LOSS_SECONDS, "size": 64 * KiB,
+                         "ok": False}
+                    if error:
+                        e["error"] = error
+                    else:
+                        self.loss_run(built[0], e,
+                                      LOSS_PORT_BASE + 20 * p + i)
+                    self.say(f"loss {req} to {resp} {loss} %: "
+                             f"{e.get('mbps', e.get('error'))}")
+                    self.record("loss", e)
+            finally:
+                if built:
+                    topology_mod.teardown(*built)
+
+    def loss_run(self, topo, e, port):
+        """ib_write_bw -D from topo.b to topo.a, both ends' netdevs losing
+        e["loss_percent"] of what they send."""
+        import harness
+        from perftools import run_pair
+
+        error = self.out_of_time(LOSS_SECONDS + 70)
+        if error:
+            e["error"] = error
+            return
+        for end in (topo.a, topo.b):
+            harness.run(*end.cmd("tc", "qdisc", "del", "dev", end.netdev,
+                                 "root"), check=False)
+            if e["loss_percent"]:
+                harness.run(*end.cmd("tc", "qdisc", "add", "dev",
+                                     end.netdev, "root", "netem", "loss",
+                                     f"{e['loss_percent']}%"))
+        argv = [["ib_write_bw", "-d", end.name, "-x", str(end.gid_index),
+                 "-c", "RC", "-s", str(e["size"]), "-D", str(LOSS_SECONDS),
+                 "-p", str(port), "-F"] for end in (topo.a, topo.b)]
+        tag = (f"loss-{e['requester']}-{e['responder']}-"
+               f"{e['loss_percent']}")
+        try:
+            outs = run_pair(topo, argv[0], argv[1], port, self.logs, tag,
+                            timeout=LOSS_SECONDS + 60)
+            f = next((f for f in (result_fields(o, e["size"]) for o in outs)
+                      if f and len(f) >= 5), None)
+            if f is None:
+                e["error"] = "no result line in the output"
+            else:
+                e.update(ok=True, mbps=f[3] * (1 << 20) / 1e6)
+        except AssertionError as err:
+            e["error"] = str(err).splitlines()[0]
+        finally:
+            for end in (topo.a, topo.b):
+                harness.run(*end.cmd("tc", "qdisc", "del", "dev",
+                                     end.netdev, "root"), check=False)
+
     # -- NVMe over RDMA --
 
     def nvme_all(self):
@@ -729,6 +821,8 @@ class Bench:
                 teardown()
         if "nvme" in sections:
             self.nvme_all()
+        if "loss" in sections:
+            self.loss_all()
         self.raw["meta"]["guest_seconds"] = round(
             time.monotonic() - self.start)
         self.save()
@@ -1017,6 +1111,7 @@ class Report:
         except (OSError, ValueError) as e:
             self.raw = {"meta": {}, "memcpy": [], "perftest": [],
                         "syscalls": [], "cpu": [], "idle": [], "nvme": [],
+                        "loss": [],
                         "error": f"{raw_path}: {e}"}
         self.vm_status = vm_status
         self.lines = []
@@ -1192,6 +1287,7 @@ class Report:
                                  (("srnic", s), ("rxe", r))
                                  if not e.get("ok")} or None)
         self.two_kernel_lines()
+        self.loss_lines()
         for tool in SYSCALL_TOOLS:
             s, r = self.syscall("srnic", tool), self.syscall("rxe", tool)
             for end in ("client", "server"):
@@ -1202,6 +1298,40 @@ class Report:
                          srnic_value=sv, rxe_value=rv,
                          errors={d: e.get("error") for d, e in
                                  (("srnic", s), ("rxe", r))
+                                 if not e.get("ok")} or None)
+
+    def loss(self, req, resp, loss):
+        for e in self.raw.get("loss", []):
+            if (e["requester"], e["responder"], e["loss_percent"]) == \
+                    (req, resp, loss):
+                return e
+        return None
+
+    def loss_lines(self):
+        """Goodput under loss: srnic to srnic, and srnic to rxe, against
+        rxe to rxe where it ran; status: the share of the same pair's
+        lossless goodput."""
+        if "loss" not in self.raw:
+            return
+        for req, resp, _ in LOSS_PAIRS[:2]:
+            base = self.value(self.loss(req, resp, 0) or {}, "mbps")
+            for loss in LOSS_PERCENTS:
+                s = self.loss(req, resp, loss) or {
+                    "ok": False, "error": "not measured (the VM run ended "
+                                          "before it)"}
+                r = self.loss("rxe", "rxe", loss)
+                sv = self.value(s, "mbps")
+                rv = self.value(r, "mbps") if r else None
+                ratio = sv / rv if sv is not None and rv else None
+                share = (f"{100 * sv / base:.0f} % of lossless"
+                         if loss and sv is not None and base else "")
+                self.add(f"ib_write_bw 64 KiB -D, {loss} % loss each way, "
+                         f"{req} to {resp}", "MB/s", fmt(sv, 1),
+                         fmt(rv, 1) if r else "-", fmt(ratio, 2, "-"), "",
+                         share, srnic_value=sv, rxe_value=rv,
+                         ratio_value=ratio,
+                         errors={d: e.get("error") for d, e in
+                                 ((req, s), ("rxe", r or {"ok": True}))
                                  if not e.get("ok")} or None)
 
     def two_kernel_tool(self, driver, name):
