@@ -38,6 +38,11 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_DIRECT_WINDOWS] = { .name = "direct_windows" },
 	[SRNIC_CNT_DIRECT_LOANS] = { .name = "direct_loans" },
 	[SRNIC_CNT_TX_BATCHES] = { .name = "tx_batches" },
+	/* mlx5's names, for the same events */
+	[SRNIC_CNT_NP_ECN_MARKED] = { .name = "np_ecn_marked_roce_packets" },
+	[SRNIC_CNT_NP_CNP_SENT] = { .name = "np_cnp_sent" },
+	[SRNIC_CNT_RP_CNP_HANDLED] = { .name = "rp_cnp_handled" },
+	[SRNIC_CNT_RP_CNP_IGNORED] = { .name = "rp_cnp_ignored" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);

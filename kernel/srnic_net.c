@@ -24,6 +24,7 @@
 #include <linux/ipv6.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
+#include <net/inet_ecn.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
@@ -403,6 +404,82 @@ static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 	       ip_hdr(skb)->daddr == path->saddr.v4;
 }
 
+/* Whether the IP header of @skb carries ECN's Congestion Experienced. */
+static bool srnic_rx_ce(const struct sk_buff *skb)
+{
+	if (skb->protocol == htons(ETH_P_IP))
+		return INET_ECN_is_ce(ipv4_get_dsfield(ip_hdr(skb)));
+	return INET_ECN_is_ce(ipv6_get_dsfield(ipv6_hdr(skb)));
+}
+
+/* At most one CNP per QP in this long (DCQCN's notification period). */
+#define SRNIC_CNP_INTERVAL_NS	(50 * NSEC_PER_USEC)
+
+/*
+ * A packet @qp took came with ECN's Congestion Experienced mark: a queue
+ * on the way from its peer is filling. With ECN on, @qp answers as a DCQCN
+ * notification point: a CNP to its peer QP (RoCEv2's opcode 0x81: BTH
+ * with BECN set, PSN 0, 16 reserved bytes), at most one per
+ * SRNIC_CNP_INTERVAL_NS, on @qp's path and not ECN-capable itself. A UD QP
+ * has no peer to tell. Context: softirq.
+ */
+static void srnic_rx_congestion(struct srnic_dev *sdev, struct srnic_qp *qp)
+{
+	u32 len = srnic_opcode_hdr_len(SRNIC_OPF_CNP);
+	struct srnic_bth *bth;
+	struct sk_buff *skb;
+	u64 now, last;
+
+	srnic_count(sdev, SRNIC_CNT_NP_ECN_MARKED);
+	if (!READ_ONCE(sdev->ecn) || srnic_qp_is_ud(qp))
+		return;
+	now = ktime_get_ns();
+	last = READ_ONCE(qp->cnp_sent_ns);
+	if ((last && now - last < SRNIC_CNP_INTERVAL_NS) ||
+	    cmpxchg64(&qp->cnp_sent_ns, last, now) != last)
+		return;
+	skb = srnic_tx_alloc(sdev, len, GFP_ATOMIC);
+	if (!skb) {
+		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+		return;
+	}
+	memset(skb->data, 0, len);
+	bth = (struct srnic_bth *)skb->data;
+	bth->opcode = SRNIC_OPCODE(SRNIC_TRANSPORT_CNP, SRNIC_OP_CNP);
+	bth->pkey = cpu_to_be16(SRNIC_DEFAULT_PKEY_FULL);
+	bth->dqpn = cpu_to_be32(SRNIC_BTH_DQPN_BECN |
+				(qp->attrs.dest_qp_num & SRNIC_QPN_MASK));
+	if (srnic_tx_send(sdev, skb, &qp->path, len, NULL))
+		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+	else
+		srnic_count(sdev, SRNIC_CNT_NP_CNP_SENT);
+}
+
+/*
+ * A CNP: a notification point tells the QP it names that its packets met
+ * congestion. Counted as handled when ECN is on and the QP is a connected
+ * one of this device (the rate it sends at does not react yet), else as
+ * ignored.
+ */
+static void srnic_rx_cnp(struct srnic_dev *sdev, struct sk_buff *skb,
+			 const struct srnic_pkt *pkt)
+{
+	bool handled = false;
+	struct srnic_qp *qp;
+
+	if (srnic_rx_count_checked(sdev, skb, pkt, SRNIC_CNT_RX_PACKETS)) {
+		qp = READ_ONCE(sdev->ecn) ?
+		     srnic_qp_get_by_qpn(sdev, pkt->dqpn) : NULL;
+		if (qp) {
+			handled = !srnic_qp_is_ud(qp);
+			srnic_qp_put(qp);
+		}
+		srnic_count(sdev, handled ? SRNIC_CNT_RP_CNP_HANDLED :
+			    SRNIC_CNT_RP_CNP_IGNORED);
+	}
+	kfree_skb(skb);
+}
+
 /**
  * srnic_rx_packet() - hand a validated packet to its QP
  * @sdev: the receiving device
@@ -430,9 +507,18 @@ void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 			kfree_skb(skb);
 		return;
 	}
+	if (unlikely(pkt->flags & SRNIC_OPF_CNP)) {
+		srnic_rx_cnp(sdev, skb, pkt);
+		return;
+	}
 	qp = srnic_qp_get_by_qpn(sdev, pkt->dqpn);
 	if (qp) {
+		/* Read before the packet goes: its QP's task may free it. */
+		bool ce = srnic_rx_ce(skb);
+
 		verdict = srnic_rx_enqueue(qp, skb, pkt, false);
+		if (verdict == SRNIC_CNT_RX_PACKETS && unlikely(ce))
+			srnic_rx_congestion(sdev, qp);
 		srnic_qp_put(qp);
 		if (verdict == SRNIC_CNT_RX_PACKETS)
 			return;
@@ -680,7 +766,7 @@ static void srnic_push_udp(struct sk_buff *skb, const struct srnic_path *path)
  * segmentation will give it), or NULL
  */
 static void srnic_push_ipv4(struct sk_buff *skb, struct net *net,
-			    const struct srnic_path *path,
+			    const struct srnic_path *path, u8 tclass,
 			    const struct srnic_tx_batch *batch)
 {
 	struct iphdr *iph;
@@ -691,7 +777,7 @@ static void srnic_push_ipv4(struct sk_buff *skb, struct net *net,
 	iph = ip_hdr(skb);
 	iph->version = IPVERSION;
 	iph->ihl = sizeof(*iph) / 4;
-	iph->tos = path->traffic_class;
+	iph->tos = tclass;
 	iph->tot_len = htons(skb->len);
 	iph->frag_off = htons(IP_DF);
 	iph->ttl = path->hop_limit;
@@ -705,7 +791,8 @@ static void srnic_push_ipv4(struct sk_buff *skb, struct net *net,
 	skb->protocol = htons(ETH_P_IP);
 }
 
-static void srnic_push_ipv6(struct sk_buff *skb, const struct srnic_path *path)
+static void srnic_push_ipv6(struct sk_buff *skb, const struct srnic_path *path,
+			    u8 tclass)
 {
 	struct ipv6hdr *ip6h;
 
@@ -713,7 +800,7 @@ static void srnic_push_ipv6(struct sk_buff *skb, const struct srnic_path *path)
 	__skb_push(skb, sizeof(*ip6h));
 	skb_reset_network_header(skb);
 	ip6h = ipv6_hdr(skb);
-	ip6_flow_hdr(ip6h, path->traffic_class, htonl(path->flow_label));
+	ip6_flow_hdr(ip6h, tclass, htonl(path->flow_label));
 	ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
 	ip6h->nexthdr = IPPROTO_UDP;
 	ip6h->hop_limit = path->hop_limit;
@@ -877,6 +964,25 @@ int srnic_tx_batch_flush(struct srnic_dev *sdev, struct srnic_tx_batch *batch)
 	return srnic_tx_output(sdev, head);
 }
 
+/*
+ * The traffic class a packet goes out with: its path's, and with ECN on
+ * ECT(0) for the packets of a connected QP (RC, UC, XRC) whose class
+ * leaves the ECN field to the transport, as RoCE NICs with ECN on send
+ * them; CNPs and datagrams (whose GRH the receiver sees) as they are.
+ */
+static u8 srnic_tx_tclass(struct srnic_dev *sdev,
+			  const struct srnic_path *path, u8 opcode)
+{
+	u8 transport = opcode & SRNIC_OPCODE_TRANSPORT_MASK;
+	u8 tclass = path->traffic_class;
+
+	if (READ_ONCE(sdev->ecn) && !(tclass & INET_ECN_MASK) &&
+	    (transport == SRNIC_TRANSPORT_RC || transport == SRNIC_TRANSPORT_UC ||
+	     transport == SRNIC_TRANSPORT_XRC))
+		tclass |= INET_ECN_ECT_0;
+	return tclass;
+}
+
 /**
  * srnic_tx_send() - checksum, encapsulate and send one packet
  * @sdev: the sending device
@@ -906,6 +1012,7 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 	struct dst_entry *dst = NULL;
 	bool batched;
 	__le32 *icrc;
+	u8 tclass;
 	u32 crc;
 	int err;
 
@@ -938,11 +1045,12 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 		kfree_skb(skb);
 		return -ENOMEM;
 	}
+	tclass = srnic_tx_tclass(sdev, path, skb->data[0]);
 	srnic_push_udp(skb, path);
 	if (path->ipv6)
-		srnic_push_ipv6(skb, path);
+		srnic_push_ipv6(skb, path, tclass);
 	else
-		srnic_push_ipv4(skb, net, path, join);
+		srnic_push_ipv4(skb, net, path, tclass, join);
 
 	/* The ICRC covers the IP and UDP headers just built. */
 	crc = srnic_icrc_headers(skb_network_header(skb), path->ipv6,

@@ -74,6 +74,10 @@ enum srnic_counter {
 	SRNIC_CNT_DIRECT_WINDOWS,	/* direct windows granted */
 	SRNIC_CNT_DIRECT_LOANS,		/* direct loans granted */
 	SRNIC_CNT_TX_BATCHES,		/* UDP GSO skbs of several packets */
+	SRNIC_CNT_NP_ECN_MARKED,	/* received with ECN CE, for a QP */
+	SRNIC_CNT_NP_CNP_SENT,		/* CNPs sent for them */
+	SRNIC_CNT_RP_CNP_HANDLED,	/* CNPs received for a QP, ECN on */
+	SRNIC_CNT_RP_CNP_IGNORED,	/* CNPs received, ECN off or no QP */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -269,6 +273,9 @@ struct srnic_fault {
  * @odp_mrs: ODP MRs of the device; while there is one, user QPs' tasks do
  *	     not run in a context that may not sleep (srnic_odp.c)
  * @odp_gate: serialises the first ODP MR's wait for such runs
+ * @ecn: ECN is on (sysfs ``ecn``): connected QPs' packets are sent
+ *	 ECN-capable, a CE mark on a packet a QP receives is answered with a
+ *	 CNP to its peer QP, and CNPs received count as handled (srnic_net.c)
  */
 struct srnic_dev {
 	struct ib_device ibdev;
@@ -310,6 +317,7 @@ struct srnic_dev {
 	atomic64_t dm_used;
 	atomic_t odp_mrs;
 	struct mutex odp_gate;		/* the first ODP MR's wait */
+	bool ecn;
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -939,6 +947,7 @@ struct srnic_path {
  *		   its SQ, in a stream (srnic_rx_continues_stream())
  * @rx_request_end_ns: when the last request message received ended
  *		       (ktime_get_ns())
+ * @cnp_sent_ns: when the QP last sent a CNP (srnic_rx_congestion())
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -972,6 +981,7 @@ struct srnic_qp {
 	u32 stream_rx_msgs;
 	atomic_t rx_unanswered;
 	u64 rx_request_end_ns;
+	u64 cnp_sent_ns;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)

@@ -423,10 +423,37 @@ static ssize_t srnic_ucontext_show(struct device *device,
 }
 static DEVICE_ATTR_RO(srnic_ucontext);
 
+/* ECN on this device, 0 or 1 (srnic_dev.ecn); off when it is created. */
+static ssize_t ecn_show(struct device *device, struct device_attribute *attr,
+			char *buf)
+{
+	struct srnic_dev *sdev =
+		rdma_device_to_drv_device(device, struct srnic_dev, ibdev);
+
+	return sysfs_emit(buf, "%d\n", READ_ONCE(sdev->ecn));
+}
+
+static ssize_t ecn_store(struct device *device, struct device_attribute *attr,
+			 const char *buf, size_t count)
+{
+	struct srnic_dev *sdev =
+		rdma_device_to_drv_device(device, struct srnic_dev, ibdev);
+	bool on;
+	int err;
+
+	err = kstrtobool(buf, &on);
+	if (err)
+		return err;
+	WRITE_ONCE(sdev->ecn, on);
+	return count;
+}
+static DEVICE_ATTR_RW(ecn);
+
 static struct attribute *srnic_dev_attributes[] = {
 	&dev_attr_srnic_abi_version.attr,
 	&dev_attr_srnic_ucontext.attr,
 	&dev_attr_netdev.attr,
+	&dev_attr_ecn.attr,
 	NULL,
 };
 

@@ -37,6 +37,8 @@ struct srnic_bth {
 #define SRNIC_BTH_FLAGS_TVER_MASK	0x0f
 #define SRNIC_BTH_DQPN_RESV8A_MASK	GENMASK(31, 24)
 #define SRNIC_BTH_DQPN_QPN_MASK		GENMASK(23, 0)
+/* BECN, set in a CNP (RoCEv2 annex); FECN is bit 31, unused by RoCE. */
+#define SRNIC_BTH_DQPN_BECN		BIT(30)
 #define SRNIC_BTH_APSN_ACKREQ_MASK	BIT(31)
 #define SRNIC_BTH_APSN_PSN_MASK		GENMASK(23, 0)
 
