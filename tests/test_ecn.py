@@ -17,7 +17,6 @@ message's packets sent as one UDP GSO batch are marked, or dropped,
 together.
 """
 import json
-import os
 
 import pytest
 
@@ -99,6 +98,15 @@ def writes(topo, size):
             for end in (topo.a, topo.b)}
 
 
+def exchange(wire, a_ecn, b_ecn, size):
+    """ECN a_ecn on a and b_ecn on b, then writes() of size: a's and b's
+    counter deltas."""
+    set_ecn(wire.a, a_ecn)
+    set_ecn(wire.b, b_ecn)
+    d = writes(wire, size)
+    return d[wire.a.name], d[wire.b.name], d
+
+
 def test_ecn_is_off_by_default_and_takes_only_booleans(wire):
     for end in (wire.a, wire.b):
         assert harness.sysfs_read(ecn_path(end)) == "0"
@@ -111,10 +119,7 @@ def test_marked_packets_get_cnps(wire):
     """Both ends ECN on: a's packets are ECT (netem marks them rather than
     dropping them: no retransmission), b counts the marks and answers
     with CNPs, no more than the marks, and a handles every one."""
-    set_ecn(wire.a, 1)
-    set_ecn(wire.b, 1)
-    d = writes(wire, 16 * 1024)
-    a, b = d[wire.a.name], d[wire.b.name]
+    a, b, d = exchange(wire, 1, 1, 16 * 1024)
     assert a["retransmits"] == 0, d
     assert b["np_ecn_marked_roce_packets"] > 0, d
     assert 0 < b["np_cnp_sent"] <= b["np_ecn_marked_roce_packets"], d
@@ -125,10 +130,7 @@ def test_marked_packets_get_cnps(wire):
 def test_a_receiver_with_ecn_off_sends_no_cnp(wire):
     """a ECN on, b off: a's packets are marked and b counts them, but sends
     no CNP."""
-    set_ecn(wire.a, 1)
-    set_ecn(wire.b, 0)
-    d = writes(wire, 16 * 1024)
-    a, b = d[wire.a.name], d[wire.b.name]
+    a, b, d = exchange(wire, 1, 0, 16 * 1024)
     assert a["retransmits"] == 0, d
     assert b["np_ecn_marked_roce_packets"] > 0, d
     assert b["np_cnp_sent"] == 0 and a["rp_cnp_handled"] == 0, d
@@ -138,11 +140,7 @@ def test_a_sender_with_ecn_off_is_not_ecn_capable(wire):
     """a ECN off: its packets are not ECT, so netem drops them instead of
     marking them; go-back-N resends them, every WRITE still lands whole,
     and b sees no mark."""
-    set_ecn(wire.a, 0)
-    set_ecn(wire.b, 1)
-    d = writes(wire, 4 * 1024)
-    a, b = d[wire.a.name], d[wire.b.name]
+    a, b, d = exchange(wire, 0, 1, 4 * 1024)
     assert a["retransmits"] > 0, d
     assert b["np_ecn_marked_roce_packets"] == 0, d
     assert b["np_cnp_sent"] == 0, d
-    assert os.path.exists(ecn_path(wire.a))
