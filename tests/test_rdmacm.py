@@ -177,7 +177,8 @@ def test_mckey(cm_topology, tmp_path):
     end, does the same for its own."""
     a, b = cm_topology.a, cm_topology.b
     group = "230." + ".".join(a.addr.split(".")[1:])
-    args = ["-m", group, "-C", "10", "-S", "500"]
+    count = 10
+    args = ["-m", group, "-C", str(count), "-S", "500"]
     receiver = Proc(a.cmd("stdbuf", "-oL", "mckey", "-b", a.addr, *args),
                     tmp_path / "mckey-receiver.log")
     sender = None
@@ -186,15 +187,29 @@ def test_mckey(cm_topology, tmp_path):
                          receiver.p.poll() is not None,
                          timeout=TOOL_TIMEOUT, what=f"{a.netdev} in {group}")
         assert receiver.p.poll() is None, receiver.output()
+        sent_before = harness.link_counters(b).get("sent_pkts", 0)
         sender = Proc(b.cmd("stdbuf", "-oL", "mckey", "-s", "-b", b.addr,
                             *args), tmp_path / "mckey-sender.log")
         src = sender.wait(TOOL_TIMEOUT)
         rrc = receiver.wait(TOOL_TIMEOUT)
+        if b.kind == "rxe" and src == 0 and rrc is None:
+            # rxe on 6.12 and 7.2 reports multicast sends complete that it
+            # never transmits (its sent_pkts grew by 1 of 10 in one run):
+            # nothing reached srnic to receive.
+            sent = harness.link_counters(b)["sent_pkts"] - sent_before
+            if sent < count:
+                pytest.skip(f"rxe completed mckey's {count} multicast "
+                            f"sends but transmitted {sent} (its "
+                            f"sent_pkts, kernel {harness.KERNEL})")
         counters = {end.name: {k: v for k, v in
                                harness.link_counters(end).items() if v}
                     for end in (a, b)}
+        # What the netdevs saw: whether the datagrams left the sender.
+        links = {end.netdev: harness.run(*end.cmd(
+            "ip", "-s", "-s", "link", "show", end.netdev)).stdout
+            for end in (a, b)}
         msg = (f"sender exit {src}, receiver exit {rrc}\n"
-               f"counters: {counters}\n"
+               f"counters: {counters}\nnetdevs: {links}\n"
                f"--- sender\n{sender.output()}\n"
                f"--- receiver\n{receiver.output()}")
         assert src == 0 and rrc == 0, msg
