@@ -168,6 +168,15 @@ def kernel_qps(name, qp_type=None):
             qp_type in (None, qp.get("type"))]
 
 
+def tracefs():
+    """The tracing directory (/sys/kernel/tracing), tracefs mounted there
+    if it is not yet."""
+    path = "/sys/kernel/tracing"
+    if not os.path.isdir(f"{path}/events"):
+        run("mount", "-t", "tracefs", "nodev", path)
+    return path
+
+
 def sysfs_read(path):
     with open(path) as f:
         return f.read().strip()

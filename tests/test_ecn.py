@@ -16,8 +16,6 @@ b's marks and a's retransmissions. netem sees what leaves the netdev: a
 message's packets sent as one UDP GSO batch are marked, or dropped,
 together.
 """
-import json
-
 import pytest
 
 import harness
@@ -69,10 +67,8 @@ def set_ecn(end, on):
 
 
 def counters(end):
-    out = harness.run("rdma", "-j", "statistic", "show", "link",
-                      f"{end.name}/1", netns=end.netns).stdout
-    entry = json.loads(out)[0]
-    return {k: entry[k] for k in COUNTERS}
+    c = harness.link_counters(end)
+    return {k: c[k] for k in COUNTERS}
 
 
 def writes(topo, size):

@@ -8,8 +8,6 @@ CNPs, which rxe does not know (it has no congestion control) and must drop
 without harm: every WRITE lands, and the kernel reports nothing (the VM
 runner checks the console).
 """
-import json
-
 import pytest
 
 import harness
@@ -24,10 +22,8 @@ pytestmark = [
 
 
 def np_counters(end):
-    out = harness.run("rdma", "-j", "statistic", "show", "link",
-                      f"{end.name}/1", netns=end.netns).stdout
-    entry = json.loads(out)[0]
-    return entry["np_ecn_marked_roce_packets"], entry["np_cnp_sent"]
+    c = harness.link_counters(end)
+    return c["np_ecn_marked_roce_packets"], c["np_cnp_sent"]
 
 
 def test_cnps_to_rxe():

@@ -13,7 +13,6 @@ hold seven neighbours each, and what one pair sends must land at that pair
 only. Only srnic: rxe binds UDP 4791 in init_net before Linux 7.1.
 """
 import itertools
-import json
 
 import pytest
 
@@ -69,13 +68,6 @@ def hosts():
         for veth in veths:
             veth.close()
         harness.run("ip", "link", "delete", BRIDGE, check=False)
-
-
-def rx_packets(end):
-    """The packets end's device has received (rdma statistic)."""
-    out = harness.run("rdma", "-j", "statistic", "show", "link",
-                      f"{end.name}/1", netns=end.netns).stdout
-    return json.loads(out)[0]["rx_packets"]
 
 
 def pattern(seed, size):
@@ -147,7 +139,7 @@ def test_every_host_pair_at_once(hosts):
     before any completion is polled; then every completion, in order, and
     every byte where it belongs. Each device's port counters saw packets
     from the wire: none of this is local delivery."""
-    before = {h.name: rx_packets(h) for h in hosts}
+    before = {h.name: harness.link_counters(h)["rx_packets"] for h in hosts}
     pairs, directions = [], []
     try:
         for k, (a, b) in enumerate(itertools.combinations(hosts, 2)):
@@ -177,7 +169,7 @@ def test_every_host_pair_at_once(hosts):
         for pair in pairs:
             pair.close()
     for h in hosts:
-        got = rx_packets(h) - before[h.name]
+        got = harness.link_counters(h)["rx_packets"] - before[h.name]
         # Seven peers, each sending SENDS packets or more to this host.
         assert got >= (HOSTS - 1) * SENDS, f"{h.name}: {got} packets"
 

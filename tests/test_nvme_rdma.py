@@ -41,7 +41,6 @@ pytestmark = pytest.mark.timeout(180)
 NS_MIB = 64
 
 
-TRACEFS = "/sys/kernel/tracing"
 CQ_ALLOC = re.compile(r"cq_alloc: cq\.id=(\d+) nr_cqe=\d+ "
                       r"comp_vector=(\d+) poll_ctx=(\w+)")
 CQ_SCHEDULE = re.compile(r"\[(\d+)\].*cq_schedule: cq\.id=(\d+)")
@@ -49,16 +48,15 @@ CQ_SCHEDULE = re.compile(r"\[(\d+)\].*cq_schedule: cq\.id=(\d+)")
 
 def trace_event(name, on):
     """Turn ib_core's tracepoint rdma_core:name on or off."""
-    if not os.path.isdir(f"{TRACEFS}/events"):
-        harness.run("mount", "-t", "tracefs", "nodev", TRACEFS)
-    Path(f"{TRACEFS}/events/rdma_core/{name}/enable").write_text(
+    Path(f"{harness.tracefs()}/events/rdma_core/{name}/enable").write_text(
         "1" if on else "0")
 
 
 def trace_take():
     """The trace buffer's lines, which it then forgets."""
-    lines = Path(f"{TRACEFS}/trace").read_text().splitlines()
-    Path(f"{TRACEFS}/trace").write_text("")
+    trace = Path(harness.tracefs()) / "trace"
+    lines = trace.read_text().splitlines()
+    trace.write_text("")
     return lines
 
 

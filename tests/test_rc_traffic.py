@@ -26,7 +26,7 @@ from rc_verbs import (ERR, INIT, RESET, RTR, RTS, WC_TIMEOUT,  # noqa: E402
                       wc_text)
 import roce_packets as rp  # noqa: E402
 from harness import (link_counters, module_param, run,  # noqa: E402
-                     srnic_test_module, wait_for)
+                     srnic_test_module, tracefs, wait_for)
 from topology import link_local_end  # noqa: E402
 from topology import TOPOLOGIES, topology  # noqa: E402,F401 (fixture)
 
@@ -588,9 +588,6 @@ def test_responder_in_error_before_its_nak(topology, nak_delay_ms):
         p.close()
 
 
-TRACEFS = "/sys/kernel/tracing"
-
-
 def test_nak_tracepoint(topology):
     """srnic's responder fires the srnic_nak_send tracepoint for a NAK
     (kernel/srnic_trace.h): a WRITE with a bad R_Key shows in the trace
@@ -600,13 +597,12 @@ def test_nak_tracepoint(topology):
         pytest.skip("tests srnic's responder")
     if topology.same_device or topology.a.netns == topology.b.netns:
         pytest.skip("local delivery sends no NAK")
-    if not os.path.isdir(f"{TRACEFS}/events"):
-        run("mount", "-t", "tracefs", "nodev", TRACEFS)
-    event = f"{TRACEFS}/events/srnic/srnic_nak_send/enable"
+    tracing = tracefs()
+    event = f"{tracing}/events/srnic/srnic_nak_send/enable"
     p = RCPair(topology)
     p.connect()
     try:
-        with open(f"{TRACEFS}/trace", "w") as f:
+        with open(f"{tracing}/trace", "w") as f:
             f.write("")
         with open(event, "w") as f:
             f.write("1")
@@ -618,7 +614,7 @@ def test_nak_tracepoint(topology):
         a.qp.post_send(wr)
         wc = a.poll()[0]
         assert wc.status == e.IBV_WC_REM_ACCESS_ERR, wc_text(wc)
-        with open(f"{TRACEFS}/trace") as f:
+        with open(f"{tracing}/trace") as f:
             lines = [ln for ln in f if "srnic_nak_send:" in ln]
         want = f"{b.end.name} qpn={b.qp.qp_num} psn="
         assert any(want in ln and ln.rstrip().endswith(" nak 2")
