@@ -583,7 +583,7 @@ class Bench:
         """One CPU_RUNS run on topo into e; two tries (perftest's clock
         calibration can fail under TCG), each on a port of its own."""
         import harness
-        from perftools import run_pair
+        from perftools import perftest_argv, run_pair
 
         tag = f"cpu-{e['driver']}-{e['topology']}-{e['name']}"
         for attempt in range(2):
@@ -699,7 +699,7 @@ class Bench:
         """ib_write_bw -D from topo.b to topo.a, both ends' netdevs losing
         e["loss_percent"] of what they send."""
         import harness
-        from perftools import run_pair
+        from perftools import perftest_argv, run_pair
 
         error = self.out_of_time(LOSS_SECONDS + 70)
         if error:
@@ -712,9 +712,9 @@ class Bench:
                 harness.run(*end.cmd("tc", "qdisc", "add", "dev",
                                      end.netdev, "root", "netem", "loss",
                                      f"{e['loss_percent']}%"))
-        argv = [["ib_write_bw", "-d", end.name, "-x", str(end.gid_index),
-                 "-c", "RC", "-s", str(e["size"]), "-D", str(LOSS_SECONDS),
-                 "-p", str(port), "-F"] for end in (topo.a, topo.b)]
+        argv = [perftest_argv("ib_write_bw", end, e["size"], None, port,
+                              ("-D", str(LOSS_SECONDS)))
+                for end in (topo.a, topo.b)]
         tag = (f"loss-{e['requester']}-{e['responder']}-"
                f"{e['loss_percent']}")
         try:

@@ -121,9 +121,10 @@ def run_pair(topo, server_argv, client_argv, port, tmp_path, tag,
 # ---- perftest ----------------------------------------------------------------
 
 def perftest_argv(tool, end, size, iters, port, extra=()):
+    """perftest's tool on end's device; iters None: no -n (a -D run)."""
     return [tool, "-d", end.name, "-x", str(end.gid_index), "-c", "RC",
-            "-s", str(size), "-n", str(iters), "-p", str(port), "-F"] + \
-        list(extra)
+            "-s", str(size)] + (["-n", str(iters)] if iters else []) + \
+        ["-p", str(port), "-F"] + list(extra)
 
 
 # ---- syscalls per post -------------------------------------------------------
