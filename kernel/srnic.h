@@ -514,6 +514,13 @@ extern const struct srnic_engine_task_ops srnic_ud_task_ops;
 void srnic_ud_drain_sq(struct srnic_qp *qp);
 void srnic_ud_drain_pd(struct srnic_dev *sdev, struct ib_pd *pd);
 
+/* srnic_rate.c: the requester's rate limiter (DCQCN's reaction point) */
+bool srnic_rate_begin_run(struct srnic_qp *qp);
+bool srnic_rate_admit(struct srnic_qp *qp, u32 len);
+void srnic_rate_start(struct srnic_qp *qp);
+void srnic_rate_init(struct srnic_qp *qp);
+void srnic_rate_cleanup(struct srnic_qp *qp);
+
 /* srnic_req.c: the RC requester over the wire */
 int srnic_req_init(struct srnic_qp *qp);
 void srnic_req_cleanup(struct srnic_qp *qp);

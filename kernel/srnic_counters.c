@@ -43,6 +43,10 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_NP_CNP_SENT] = { .name = "np_cnp_sent" },
 	[SRNIC_CNT_RP_CNP_HANDLED] = { .name = "rp_cnp_handled" },
 	[SRNIC_CNT_RP_CNP_IGNORED] = { .name = "rp_cnp_ignored" },
+	/* srnic's own: the rate limiter's changes (srnic_rate.c) */
+	[SRNIC_CNT_RP_RATE_DECREASES] = { .name = "rp_rate_decreases" },
+	[SRNIC_CNT_RP_RATE_INCREASES] = { .name = "rp_rate_increases" },
+	[SRNIC_CNT_RP_RATE_WAITS] = { .name = "rp_rate_waits" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);

@@ -458,8 +458,8 @@ static void srnic_rx_congestion(struct srnic_dev *sdev, struct srnic_qp *qp)
 /*
  * A CNP: a notification point tells the QP it names that its packets met
  * congestion. Counted as handled when ECN is on and the QP is a connected
- * one of this device (the rate it sends at does not react yet), else as
- * ignored.
+ * one of this device, whose requester then cuts its rate (srnic_rate.c),
+ * else as ignored.
  */
 static void srnic_rx_cnp(struct srnic_dev *sdev, struct sk_buff *skb,
 			 const struct srnic_pkt *pkt)
@@ -472,6 +472,9 @@ static void srnic_rx_cnp(struct srnic_dev *sdev, struct sk_buff *skb,
 		     srnic_qp_get_by_qpn(sdev, pkt->dqpn) : NULL;
 		if (qp) {
 			handled = !srnic_qp_is_ud(qp);
+			/* The requester cuts its rate when it next runs. */
+			if (handled)
+				atomic_inc(&qp->req.rate.cnps);
 			srnic_qp_put(qp);
 		}
 		srnic_count(sdev, handled ? SRNIC_CNT_RP_CNP_HANDLED :

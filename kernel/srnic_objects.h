@@ -78,6 +78,9 @@ enum srnic_counter {
 	SRNIC_CNT_NP_CNP_SENT,		/* CNPs sent for them */
 	SRNIC_CNT_RP_CNP_HANDLED,	/* CNPs received for a QP, ECN on */
 	SRNIC_CNT_RP_CNP_IGNORED,	/* CNPs received, ECN off or no QP */
+	SRNIC_CNT_RP_RATE_DECREASES,	/* requesters' rate cuts for CNPs */
+	SRNIC_CNT_RP_RATE_INCREASES,	/* their recovery stages */
+	SRNIC_CNT_RP_RATE_WAITS,	/* paced requesters stopped to wait */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -690,6 +693,47 @@ struct srnic_req_wqe {
 };
 
 /**
+ * struct srnic_rate - a requester's rate limiter, a DCQCN reaction point
+ * (srnic_rate.c); owned by the QP's task but for @cnps
+ * @cnps: CNPs received for the QP (counted by the receive softirq)
+ * @cnps_seen: @cnps when the requester last looked
+ * @mbps: the rate the QP sends at, Mbit/s; 0 while it is not limited
+ * @target_mbps: the rate it recovers towards
+ * @alpha: DCQCN's estimate of the path's congestion, in 1/1024ths
+ * @timer_stage: recovery stages of time since the last cut
+ * @byte_stage: recovery stages of bytes sent since the last cut
+ * @bytes: bytes sent since the last byte stage
+ * @now: ktime_get_ns() when the requester's run began
+ * @next_ns: when the QP's next packet may leave
+ * @alpha_ns: when @alpha was last brought up to date
+ * @stage_ns: when the current stage of time began
+ * @waiting: the requester waits for @next_ns; @timer runs its task then
+ * @timer: that timer
+ * @meter_bytes: bytes sent (headers counted) in the meter's window
+ * @meter_start: when that window began (jiffies)
+ * @meter_mbps: the rate measured over the last whole window, or 0
+ */
+struct srnic_rate {
+	atomic_t cnps;
+	u32 cnps_seen;
+	u32 mbps;
+	u32 target_mbps;
+	u32 alpha;
+	u32 timer_stage;
+	u32 byte_stage;
+	u32 bytes;
+	u64 now;
+	u64 next_ns;
+	u64 alpha_ns;
+	u64 stage_ns;
+	bool waiting;
+	struct hrtimer timer;
+	u64 meter_bytes;
+	unsigned long meter_start;
+	u32 meter_mbps;
+};
+
+/**
  * struct srnic_req - the requester's state (srnic_rc.c, srnic_req.c),
  * owned by the QP's engine task
  * @wqe: snapshot of the send WQE being executed (an SQ entry's size)
@@ -738,6 +782,13 @@ struct srnic_req_wqe {
  *	       progress is made, so one gap causes one retransmission
  * @tx_blocked: a packet could not leave (a full queue on the way): the
  *		requester stops until its task runs again
+ * @high_psn: the PSN after the highest one sent
+ * @rtt_sampling: a packet is being timed (srnic_req.c's round-trip time)
+ * @rtt_psn: its PSN
+ * @rtt_sent_ns: when it was sent (ktime_get_ns())
+ * @srtt_ns: the smoothed round-trip time, 0 until the first sample
+ * @rttvar_ns: its smoothed variation
+ * @rate: the rate it may send at, under congestion (ECN's CNPs)
  */
 struct srnic_req {
 	struct srnic_send_wqe *wqe;
@@ -771,6 +822,13 @@ struct srnic_req {
 	bool timed_out;
 	bool went_back;
 	bool tx_blocked;
+	u32 high_psn;
+	bool rtt_sampling;
+	u32 rtt_psn;
+	u64 rtt_sent_ns;
+	u64 srtt_ns;
+	u64 rttvar_ns;
+	struct srnic_rate rate;
 };
 
 /**

@@ -104,9 +104,12 @@ static void srnic_req_arm_timer(struct srnic_qp *qp)
  * srnic_req_ack_timeout() - the QP's current local ACK timeout
  * @qp: an RC or XRC_INI QP
  *
- * 4.096 us * 2^timeout, at least SRNIC_REQ_MIN_TIMEOUT_MS, doubled for
- * each timeout since the last progress (up to SRNIC_REQ_MAX_BACKOFF
- * times). Timeout 0 (infinite) gives the floor: the caller decides.
+ * 4.096 us * 2^timeout, or the path's retransmission timeout (srtt + 4 *
+ * rttvar, as TCP's) if longer: IBTA's timeout is the least time the
+ * requester waits, and a queue on the path can hold a packet longer. At
+ * least SRNIC_REQ_MIN_TIMEOUT_MS, doubled for each timeout since the last
+ * progress (up to SRNIC_REQ_MAX_BACKOFF times). Timeout 0 (infinite)
+ * gives the floor: the caller decides.
  *
  * Return: jiffies.
  */
@@ -116,10 +119,58 @@ unsigned long srnic_req_ack_timeout(struct srnic_qp *qp)
 	u64 nsecs = 4096ULL << qp->attrs.timeout;
 	u64 delay;
 
+	/* A path whose round trips take longer gets as long (RFC 6298). */
+	nsecs = max(nsecs, qp->req.srtt_ns + 4 * qp->req.rttvar_ns);
 	delay = max_t(u64, nsecs_to_jiffies64(nsecs),
 		      msecs_to_jiffies(SRNIC_REQ_MIN_TIMEOUT_MS));
 	delay <<= min_t(u32, backoff, SRNIC_REQ_MAX_BACKOFF);
 	return min_t(u64, delay, MAX_JIFFY_OFFSET);
+}
+
+/* ---- Round-trip time ---------------------------------------------------- */
+
+/*
+ * One packet at a time is timed, from its send to the ACK that covers it,
+ * and only a packet sent for the first time (Karn's rule: an ACK after a
+ * resend does not say which copy it answers). The estimate and its
+ * variation are smoothed as TCP's (RFC 6298: srtt += (rtt - srtt) / 8,
+ * rttvar += (|srtt - rtt| - rttvar) / 4). The local ACK timer waits at
+ * least srtt + 4 * rttvar (srnic_req_ack_timeout()), and the rate limiter
+ * sizes its periods by srtt (srnic_rate.c).
+ */
+static void srnic_req_rtt_start(struct srnic_qp *qp, u32 psn)
+{
+	struct srnic_req *req = &qp->req;
+
+	if (srnic_psn_cmp(psn, req->high_psn) >= 0)
+		req->high_psn = srnic_psn_add(psn, 1);
+	else
+		return;		/* sent before */
+	if (req->rtt_sampling)
+		return;
+	req->rtt_psn = psn;
+	req->rtt_sent_ns = ktime_get_ns();
+	req->rtt_sampling = true;
+}
+
+/* Everything up to @psn is acknowledged: the timed packet's RTT, if in. */
+static void srnic_req_rtt_end(struct srnic_qp *qp, u32 psn)
+{
+	struct srnic_req *req = &qp->req;
+	u64 rtt, dev;
+
+	if (!req->rtt_sampling || srnic_psn_cmp(psn, req->rtt_psn) < 0)
+		return;
+	req->rtt_sampling = false;
+	rtt = ktime_get_ns() - req->rtt_sent_ns;
+	if (!req->srtt_ns) {
+		req->srtt_ns = rtt;
+		req->rttvar_ns = rtt / 2;
+		return;
+	}
+	dev = rtt > req->srtt_ns ? rtt - req->srtt_ns : req->srtt_ns - rtt;
+	req->rttvar_ns = req->rttvar_ns - (req->rttvar_ns >> 2) + (dev >> 2);
+	req->srtt_ns = req->srtt_ns - (req->srtt_ns >> 3) + (rtt >> 3);
 }
 
 /* ---- Taking WQEs ------------------------------------------------------ */
@@ -347,10 +398,13 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.inv_rkey = wqe->invalidate_rkey;
 			inflight = ((req->send_psn - req->una_psn) &
 				    SRNIC_PSN_MASK) + 1;
-			/* ACKs keep the window moving. */
+			/*
+			 * ACKs keep the window moving; a paced packet may be
+			 * the last for a while, so each asks for one.
+			 */
 			txd.ack_req = last || !((n + 1) % SRNIC_REQ_ACK_EVERY) ||
 				      inflight >= req->cwnd ||
-				      inflight == req->cwnd / 2;
+				      inflight == req->cwnd / 2 || req->rate.mbps;
 			txd.solicited = last && (wqe->flags & SRNIC_WQE_SOLICITED);
 		}
 		if (!srnic_qp_acked(qp)) {
@@ -370,6 +424,9 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 		 * and a timeout's worth of time. A batch that went first
 		 * may have been refused instead: then from its first.
 		 */
+		/* Under congestion, the packet waits for its time. */
+		if (!srnic_rate_admit(qp, txd.len))
+			break;
 		if (srnic_tx_build(qp, &txd, batch) == -ENOBUFS &&
 		    srnic_qp_acked(qp)) {
 			srnic_req_rewind(qp, batch->lost_psn);
@@ -378,6 +435,8 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 		}
 		sent++;
 		psn = req->send_psn;
+		if (txd.ack_req)
+			srnic_req_rtt_start(qp, psn);
 		if (last) {
 			req->send_index++;
 			req->send_psn = srnic_psn_add(rw->last_psn, 1);
@@ -425,9 +484,11 @@ static bool srnic_req_rewind(struct srnic_qp *qp, u32 psn)
 /* Send from @psn again: the WQE holding it, and all after it. */
 static void srnic_req_go_back(struct srnic_qp *qp, u32 psn)
 {
-	if (srnic_req_rewind(qp, psn))
+	if (srnic_req_rewind(qp, psn)) {
 		srnic_count(to_srnic_dev(qp->ibqp.device),
 			    SRNIC_CNT_RETRANSMITS);
+		qp->req.rtt_sampling = false;	/* Karn's rule */
+	}
 }
 
 /*
@@ -573,6 +634,7 @@ static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
 
 		req->cwnd = min_t(u32, req->cwnd + acked, SRNIC_REQ_WINDOW);
 		req->una_psn = srnic_psn_add(psn, 1);
+		srnic_req_rtt_end(qp, psn);
 		progress = true;
 	}
 	if (progress)
@@ -721,6 +783,7 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 	req->read_offset += pkt->payload_len;
 	req->read_psn = srnic_psn_add(req->read_psn, 1);
 	req->una_psn = req->read_psn;
+	srnic_req_rtt_end(qp, pkt->psn);
 	if (last) {
 		rw->read_done = true;
 		srnic_req_ack(qp, pkt->psn);
@@ -880,6 +943,8 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 			return false;
 		srnic_req_arm_timer(qp);
 	}
+	if (!srnic_rate_begin_run(qp))
+		return false;
 
 	while (budget && READ_ONCE(qp->state) == state) {
 		struct srnic_req_wqe *rw;
@@ -920,8 +985,9 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 		n = srnic_req_send_wqe(qp, budget, &batch);
 		budget -= n;
 		sent |= n;
-		if (req->tx_blocked || (!n && rw->status == IB_WC_SUCCESS))
-			break;		/* the way out or the window is full */
+		if (req->tx_blocked || req->rate.waiting ||
+		    (!n && rw->status == IB_WC_SUCCESS))
+			break;	/* the way out or the window is full, or paced */
 	}
 	srnic_req_flush(qp, &batch);
 	if (sent && !timer_pending(&req->timer))
@@ -949,7 +1015,7 @@ bool srnic_req_wire_has_work(struct srnic_qp *qp)
 		return false;
 	if (READ_ONCE(req->timed_out))
 		return true;
-	if (req->rnr_waiting)
+	if (req->rnr_waiting || req->rate.waiting)
 		return false;
 	if (req->send_index != req->next_index)
 		return srnic_psn_cmp(req->send_psn,
@@ -970,7 +1036,7 @@ bool srnic_req_wire_waiting(struct srnic_qp *qp)
 
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD)
 		return false;
-	if (qp->req.rnr_waiting)
+	if (qp->req.rnr_waiting || qp->req.rate.waiting)
 		return true;
 	return srnic_req_outstanding(qp) && qp->attrs.timeout &&
 	       timer_pending(&qp->req.timer);
@@ -987,6 +1053,10 @@ void srnic_req_start(struct srnic_qp *qp)
 	req->next_psn = qp->attrs.sq_psn;
 	req->send_psn = qp->attrs.sq_psn;
 	req->una_psn = qp->attrs.sq_psn;
+	req->high_psn = qp->attrs.sq_psn;
+	req->rtt_sampling = false;
+	req->srtt_ns = 0;
+	req->rttvar_ns = 0;
 	req->cwnd = SRNIC_REQ_WINDOW;
 	req->next_index = qp->sq.consumer;
 	req->send_index = qp->sq.consumer;
@@ -995,6 +1065,7 @@ void srnic_req_start(struct srnic_qp *qp)
 	req->rnr_retries_left = qp->attrs.rnr_retry;
 	req->went_back = false;
 	WRITE_ONCE(req->timed_out, false);
+	srnic_rate_start(qp);
 }
 
 /**
@@ -1043,6 +1114,7 @@ void srnic_req_put_mrs(struct srnic_qp *qp)
 int srnic_req_init(struct srnic_qp *qp)
 {
 	timer_setup(&qp->req.timer, srnic_req_timer_fn, 0);
+	srnic_rate_init(qp);
 	qp->req.wqes = kvcalloc(qp->sq.ring.num_entries,
 				sizeof(*qp->req.wqes), GFP_KERNEL);
 	return qp->req.wqes ? 0 : -ENOMEM;
@@ -1055,6 +1127,7 @@ int srnic_req_init(struct srnic_qp *qp)
 void srnic_req_cleanup(struct srnic_qp *qp)
 {
 	timer_delete_sync(&qp->req.timer);
+	srnic_rate_cleanup(qp);
 	srnic_req_reset(qp);
 	kvfree(qp->req.wqes);
 	qp->req.wqes = NULL;

@@ -7,3 +7,4 @@
 #include "srnic_trace.h"
 
 EXPORT_TRACEPOINT_SYMBOL_GPL(srnic_nak_send);
+EXPORT_TRACEPOINT_SYMBOL_GPL(srnic_rate_change);

@@ -50,6 +50,44 @@ TRACE_EVENT(srnic_nak_send,
 		  __entry->value)
 );
 
+/**
+ * srnic_rate_change - a requester's rate limiter changes its rate
+ * @ibqp: the requester's QP
+ * @mbps: the new rate, Mbit/s; 0: no longer limited
+ * @target_mbps: the rate it recovers towards
+ * @alpha: DCQCN's congestion estimate, in 1/1024ths
+ * @srtt_us: the requester's smoothed round-trip time, microseconds
+ * @cut: a cut for CNPs (else a recovery stage)
+ */
+TRACE_EVENT(srnic_rate_change,
+	TP_PROTO(struct ib_qp *ibqp, u32 mbps, u32 target_mbps, u32 alpha,
+		 u32 srtt_us, bool cut),
+	TP_ARGS(ibqp, mbps, target_mbps, alpha, srtt_us, cut),
+	TP_STRUCT__entry(
+		__array(char, dev, IB_DEVICE_NAME_MAX)
+		__field(u32, qpn)
+		__field(u32, mbps)
+		__field(u32, target_mbps)
+		__field(u32, alpha)
+		__field(u32, srtt_us)
+		__field(bool, cut)
+	),
+	TP_fast_assign(
+		strscpy(__entry->dev, dev_name(&ibqp->device->dev),
+			IB_DEVICE_NAME_MAX);
+		__entry->qpn = ibqp->qp_num;
+		__entry->mbps = mbps;
+		__entry->target_mbps = target_mbps;
+		__entry->alpha = alpha;
+		__entry->srtt_us = srtt_us;
+		__entry->cut = cut;
+	),
+	TP_printk("%s qpn=%u %s rate=%u target=%u alpha=%u srtt=%u",
+		  __entry->dev, __entry->qpn,
+		  __entry->cut ? "cut" : "increase", __entry->mbps,
+		  __entry->target_mbps, __entry->alpha, __entry->srtt_us)
+);
+
 #endif /* _SRNIC_TRACE_H */
 
 /* Out of the kernel tree: define_trace.h finds this file through these. */

@@ -58,6 +58,13 @@ The measurements, in this order (see Documentation/performance.rst):
               whose ends both drop 0, 0.1, 1 and 5 % of what they send
               (netem): srnic to srnic, srnic to rxe (srnic the requester),
               and rxe to rxe where rxe has network namespaces (7.1 on)
+  incast      ECN congestion control (issue 23): four hosts (netns on a
+              bridge) keep 64 KiB RDMA WRITEs in flight to a fifth for 8 s
+              (SRNIC_BENCH_INCAST_SECONDS) through a 40 Mbit/s bottleneck
+              on the bridge's port to it (SRNIC_BENCH_INCAST_MBIT) that
+              marks ECN (RED; SRNIC_BENCH_INCAST_AQM=fq_codel for
+              fq_codel), ECN off then on: per-flow goodput, Jain's index,
+              the queue's mean and peak, drops, marks, resends
 
 The topologies are tests/topology.py's (veth-two-netns, one-device for
 rxe, its one-device moved to a netns for srnic), the tool runs and the
@@ -107,11 +114,11 @@ def only_lines(lines, tools):
 
 PERFTESTS, SYSCALL_TOOLS = only_lines(PERFTESTS, SYSCALL_TOOLS)
 # SRNIC_BENCH_SECTIONS="cpu,syscalls": only these parts of the one-VM run
-# (memcpy, perftest, syscalls, cpu, nvme, loss), for a quick look; unset:
+# (memcpy, perftest, syscalls, cpu, nvme, loss, incast), for a quick look; unset:
 # all.
 SECTIONS = set(w for w in os.environ.get(
     "SRNIC_BENCH_SECTIONS",
-    "memcpy,perftest,syscalls,cpu,nvme,loss").split(",")
+    "memcpy,perftest,syscalls,cpu,nvme,loss,incast").split(",")
     if w)
 # (driver, the line's topology): the order of a line's runs
 CONFIGS = [
@@ -217,6 +224,24 @@ LOSS_PAIRS = (("srnic", "srnic", "veth-two-netns"),
               ("srnic", "rxe", "rxe-to-srnic"),
               ("rxe", "rxe", "veth-two-netns"))
 LOSS_PORT_BASE = 20700
+# Incast (issue 23): INCAST_SENDERS hosts (tests/topology.py's BridgeHosts:
+# network namespaces with an srnic device each, on one bridge) write to one
+# receiver host at once, ib_write_bw 64 KiB for INCAST_SECONDS (-D), one
+# server per sender on the receiver's device, through a bottleneck on the
+# bridge's port to the receiver: HTB at INCAST_MBIT for RoCEv2 (UDP 4791;
+# the tools' TCP passes beside it) into a RED queue that marks
+# ECN-capable packets and drops the others; with ECN off, then on, on
+# every device. One process drives every flow (bench.incast_writes()).
+INCAST_SENDERS = 4
+INCAST_SECONDS = env_int("SRNIC_BENCH_INCAST_SECONDS", 8)
+INCAST_MBIT = env_int("SRNIC_BENCH_INCAST_MBIT", 40)
+INCAST_SIZE = 64 * KiB
+INCAST_DEPTH = 8
+INCAST_AQM = (("fq_codel", "ecn")
+              if os.environ.get("SRNIC_BENCH_INCAST_AQM") == "fq_codel" else
+              ("red", "limit", "100000", "min", "12000", "max", "40000",
+               "avpkt", "4200", "burst", "8", "probability", "0.1",
+               "bandwidth", f"{INCAST_MBIT}mbit", "ecn"))
 
 
 def iters_for(tool, size):
@@ -329,6 +354,7 @@ class Bench:
             "idle": [],
             "nvme": [],
             "loss": [],
+            "incast": [],
         }
         self.save()
 
@@ -733,6 +759,167 @@ class Bench:
                 harness.run(*end.cmd("tc", "qdisc", "del", "dev",
                                      end.netdev, "root"), check=False)
 
+    # -- incast through an ECN-marking bottleneck --
+
+    def incast_all(self):
+        """INCAST_SENDERS to one, ECN off and on (incast_run())."""
+        import topology as topology_mod
+
+        os.environ["SRNIC_VETH_MTU"] = VETH_MTU  # harness.Veth
+        error = self.out_of_time(2 * (INCAST_SECONDS + 60))
+        entries = [{"ecn": ecn, "senders": INCAST_SENDERS,
+                    "bottleneck_mbit": INCAST_MBIT, "seconds": INCAST_SECONDS,
+                    "size": INCAST_SIZE, "ok": False} for ecn in (0, 1)]
+        try:
+            if error is None:
+                with topology_mod.BridgeHosts(INCAST_SENDERS + 1, "srinc",
+                                              "198.18.61", "srincbr") as hosts:
+                    for e in entries:
+                        self.incast_run(hosts, e)
+        except (AssertionError, OSError, subprocess.SubprocessError) as err:
+            error = str(err).splitlines()[0]
+        for e in entries:
+            if not e["ok"]:
+                e.setdefault("error", error or "not measured")
+            self.say(f"incast ECN {e['ecn']}: "
+                     f"{e.get('flows_mbit', e.get('error'))}")
+            self.record("incast", e)
+
+    def incast_run(self, hosts, e):
+        """The senders (hosts 2..) write to host 1 at once; the bridge's
+        port to host 1 is the bottleneck, its queue sampled every 0.1 s."""
+        import harness
+
+        recv, senders = hosts.ends[0], hosts.ends[1:]
+        dev = hosts.bridge_port(1)
+        for end in hosts.ends:
+            with open(f"/sys/class/infiniband/{end.name}/ecn", "w") as f:
+                f.write(f"{e['ecn']}\n")
+            # Frames of one packet each on the wire, as from a NIC: srnic
+            # sends no UDP GSO batch (its size follows gso_max_segs), so
+            # that the bottleneck queues, marks and drops packets.
+            harness.run(*end.cmd("ip", "link", "set", "dev", end.netdev,
+                                 "gso_max_segs", "1"))
+        harness.run("tc", "qdisc", "del", "dev", dev, "root", check=False)
+        for argv in (
+                ("qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
+                 "default", "20"),
+                ("class", "add", "dev", dev, "parent", "1:", "classid",
+                 "1:10", "htb", "rate", f"{INCAST_MBIT}mbit"),
+                ("class", "add", "dev", dev, "parent", "1:", "classid",
+                 "1:20", "htb", "rate", "10gbit"),
+                ("qdisc", "add", "dev", dev, "parent", "1:10", "handle",
+                 "10:") + INCAST_AQM,
+                ("filter", "add", "dev", dev, "parent", "1:", "protocol",
+                 "ip", "u32", "match", "ip", "dport", "4791", "0xffff",
+                 "flowid", "1:10")):
+            harness.run("tc", *argv)
+        before = {end.name: harness.link_counters(end) for end in hosts.ends}
+        flows, backlog = self.incast_writes(hosts, dev)
+        stats = json.loads(harness.run("tc", "-s", "-j", "qdisc", "show",
+                                       "dev", dev).stdout)
+        red = next(q for q in stats if q.get("kind") == INCAST_AQM[0])
+        after = {end.name: harness.link_counters(end) for end in hosts.ends}
+
+        def delta(key, ends):
+            return sum(after[x.name][key] - before[x.name][key] for x in ends)
+
+        harness.run("tc", "qdisc", "del", "dev", dev, "root", check=False)
+        busy = [b for b in backlog if b is not None]
+        e.update(ok=True, flows_mbit=[round(x, 1) for x in flows],
+                 total_mbit=round(sum(flows), 1),
+                 jain=round(sum(flows) ** 2 /
+                            (len(flows) * sum(x * x for x in flows)), 3),
+                 queue_mean_kb=round(statistics.mean(busy) / 1000, 1)
+                 if busy else None,
+                 queue_max_kb=round(max(busy) / 1000, 1) if busy else None,
+                 red_drops=red.get("drops"), red_marked=red.get("marked"),
+                 red_sent_mbit=round(red.get("bytes", 0) * 8 / 1e6 /
+                                     INCAST_SECONDS, 1),
+                 aqm_xstats={k: red.get(k) for k in (
+                     "early", "pdrop", "other", "marked", "ecn_mark",
+                     "drop_overlimit") if k in red},
+                 retransmits=delta("retransmits", senders),
+                 timeouts=delta("local_ack_timeouts", senders),
+                 naks_sent=delta("tx_nak_psn_sequence", [recv]),
+                 receiver_drops={k: delta(k, [recv]) for k in after[recv.name]
+                                 if k.startswith("rx_drop")
+                                 and delta(k, [recv])},
+                 cnps=delta("np_cnp_sent", [recv]),
+                 rate_decreases=delta("rp_rate_decreases", senders))
+
+    @staticmethod
+    def incast_writes(hosts, dev):
+        """Each sender keeps INCAST_DEPTH RDMA WRITEs of 64 KiB in flight to
+        the receiver for INCAST_SECONDS, all from this one process (one
+        perftest per flow would be eight processes spinning on two
+        vCPUs); returns each flow's goodput in Mbit/s after the first
+        second, and the bottleneck's queue sampled every 0.1 s. Every
+        WRITE must complete successfully."""
+        import rc_verbs
+        import topology as topology_mod
+        import verbs_enums as e
+
+        recv = hosts.ends[0]
+        pairs, flows = [], []
+        try:
+            for end in hosts.ends[1:]:
+                pair = rc_verbs.RCPair(
+                    topology_mod.Topology(f"{end.name}-{recv.name}", end,
+                                          recv),
+                    max_send_wr=INCAST_DEPTH, max_recv_wr=1)
+                pairs.append(pair)
+                pair.connect()
+                src, dst = pair.a.mr(INCAST_SIZE), pair.b.mr(INCAST_SIZE)
+                wr = rc_verbs.send_wr(0, e.IBV_WR_RDMA_WRITE,
+                                      [rc_verbs.sge(src)], remote=(dst, 0))
+                flows.append({"pair": pair, "wr": wr, "done": 0})
+            backlog, start = [], time.monotonic()
+            warm, end_at = start + 1, start + INCAST_SECONDS
+            next_sample = start
+            for f in flows:
+                for _ in range(INCAST_DEPTH):
+                    f["pair"].a.qp.post_send(f["wr"])
+            while time.monotonic() < end_at:
+                idle = True
+                for f in flows:
+                    got, wcs = f["pair"].a.cq.poll(INCAST_DEPTH)
+                    for wc in wcs[:got]:
+                        rc_verbs.check_ok(wc, 0, e.IBV_WC_RDMA_WRITE)
+                        if time.monotonic() >= warm:
+                            f["done"] += 1
+                        f["pair"].a.qp.post_send(f["wr"])
+                        idle = False
+                now = time.monotonic()
+                if now >= next_sample:
+                    backlog.append(Bench.incast_backlog(dev))
+                    next_sample = now + 0.1
+                if idle:
+                    time.sleep(0.0005)
+            for f in flows:
+                for wc in f["pair"].a.poll(INCAST_DEPTH, timeout=60):
+                    rc_verbs.check_ok(wc, 0, e.IBV_WC_RDMA_WRITE)
+            window = INCAST_SECONDS - 1
+            return ([f["done"] * INCAST_SIZE * 8 / window / 1e6
+                     for f in flows], backlog)
+        finally:
+            for pair in pairs:
+                pair.close()
+
+    @staticmethod
+    def incast_backlog(dev):
+        """The bottleneck's RED queue, in bytes, or None."""
+        import harness
+
+        out = harness.run("tc", "-s", "-j", "qdisc", "show", "dev", dev,
+                          check=False).stdout
+        try:
+            red = next(q for q in json.loads(out)
+                       if q.get("kind") == INCAST_AQM[0])
+        except (ValueError, StopIteration):
+            return None
+        return red.get("backlog")
+
     # -- NVMe over RDMA --
 
     def nvme_all(self):
@@ -823,6 +1010,8 @@ class Bench:
             self.nvme_all()
         if "loss" in sections:
             self.loss_all()
+        if "incast" in sections:
+            self.incast_all()
         self.raw["meta"]["guest_seconds"] = round(
             time.monotonic() - self.start)
         self.save()
@@ -1111,7 +1300,7 @@ class Report:
         except (OSError, ValueError) as e:
             self.raw = {"meta": {}, "memcpy": [], "perftest": [],
                         "syscalls": [], "cpu": [], "idle": [], "nvme": [],
-                        "loss": [],
+                        "loss": [], "incast": [],
                         "error": f"{raw_path}: {e}"}
         self.vm_status = vm_status
         self.lines = []
@@ -1288,6 +1477,7 @@ class Report:
                                  if not e.get("ok")} or None)
         self.two_kernel_lines()
         self.loss_lines()
+        self.incast_lines()
         for tool in SYSCALL_TOOLS:
             s, r = self.syscall("srnic", tool), self.syscall("rxe", tool)
             for end in ("client", "server"):
@@ -1333,6 +1523,32 @@ class Report:
                          errors={d: e.get("error") for d, e in
                                  ((req, s), ("rxe", r or {"ok": True}))
                                  if not e.get("ok")} or None)
+
+    def incast_lines(self):
+        """Incast through the ECN-marking bottleneck: srnic with ECN off
+        and on (rxe has no congestion control); the ratio is on's to
+        off's."""
+        if "incast" not in self.raw:
+            return
+        runs = {e["ecn"]: e for e in self.raw["incast"]}
+        for key, text, unit, digits in (
+                ("total_mbit", "goodput, all flows", "Mbit/s", 1),
+                ("jain", "fairness (Jain's index)", "", 3),
+                ("queue_mean_kb", "bottleneck queue, mean", "KB", 1),
+                ("queue_max_kb", "bottleneck queue, max", "KB", 1),
+                ("red_drops", "bottleneck drops", "packets", 0),
+                ("retransmits", "senders' retransmissions", "packets", 0)):
+            off, on = runs.get(0, {}), runs.get(1, {})
+            ov, nv = self.value(off, key), self.value(on, key)
+            ratio = nv / ov if nv is not None and ov else None
+            self.add(f"incast {INCAST_SENDERS} to 1 through "
+                     f"{INCAST_MBIT} Mbit/s RED, {text}, ECN on (off)",
+                     unit, fmt(nv, digits), fmt(ov, digits),
+                     fmt(ratio, 2, "-"), "", "",
+                     srnic_value=nv, rxe_value=ov, ratio_value=ratio,
+                     errors={f"ECN {k}": e.get("error") for k, e in
+                             ((1, on), (0, off)) if not e.get("ok")}
+                     or None)
 
     def two_kernel_tool(self, driver, name):
         for e in self.two_kernel_tools:

@@ -42,32 +42,8 @@ READ_SIZE = 40 * 1024
 @pytest.fixture(scope="module")
 def hosts():
     """The eight hosts' topology.End, on a bridge in init_net."""
-    topology.unload_rxe()
-    topology.load_srnic()
-    harness.run("ip", "link", "add", BRIDGE, "type", "bridge")
-    harness.run("ip", "link", "set", BRIDGE, "up")
-    veths, ends = [], []
-    try:
-        for i in range(1, HOSTS + 1):
-            veth = harness.Veth()
-            veths.append(veth)
-            ns = f"srmh{i}"
-            veth.move_to_netns(veth.a, ns)
-            harness.run("ip", "link", "set", veth.b, "master", BRIDGE)
-            end = topology.End(f"srmh{i}", "srnic", veth.a, f"{NET}.{i}", ns)
-            harness.run("ip", "addr", "add", f"{end.addr}/24", "dev",
-                        end.netdev, netns=ns)
-            topology.rdma_link_add(end.name, "srnic", end.netdev, ns)
-            ends.append(end)
-        for end in ends:
-            end.resolve_gid()
-        yield ends
-    finally:
-        for end in ends:
-            harness.run("rdma", "link", "delete", end.name, check=False)
-        for veth in veths:
-            veth.close()
-        harness.run("ip", "link", "delete", BRIDGE, check=False)
+    with topology.BridgeHosts(HOSTS, "srmh", NET, BRIDGE) as bridged:
+        yield bridged.ends
 
 
 def pattern(seed, size):

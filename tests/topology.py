@@ -275,6 +275,56 @@ def steer_flows_in_order(topo):
         harness.run(*end.cmd("sh", "-c", f"echo {mask} > {path}"))
 
 
+class BridgeHosts:
+    """count hosts on one Ethernet segment: host i (from 1) is network
+    namespace {prefix}{i} with an srnic device of that name on a veth
+    whose other end (bridge_port(i)) is on Linux bridge `bridge` in
+    init_net, address {net}.{i}/24. A context manager: leaving it deletes
+    the devices, the veths and the bridge."""
+
+    def __init__(self, count, prefix, net, bridge):
+        self.bridge = bridge
+        self.veths, self.ends = [], []
+        unload_rxe()
+        load_srnic()
+        harness.run("ip", "link", "add", bridge, "type", "bridge")
+        harness.run("ip", "link", "set", bridge, "up")
+        try:
+            for i in range(1, count + 1):
+                veth = harness.Veth()
+                self.veths.append(veth)
+                ns = f"{prefix}{i}"
+                veth.move_to_netns(veth.a, ns)
+                harness.run("ip", "link", "set", veth.b, "master", bridge)
+                end = End(f"{prefix}{i}", "srnic", veth.a, f"{net}.{i}", ns)
+                harness.run("ip", "addr", "add", f"{end.addr}/24", "dev",
+                            end.netdev, netns=ns)
+                rdma_link_add(end.name, "srnic", end.netdev, ns)
+                self.ends.append(end)
+            for end in self.ends:
+                end.resolve_gid()
+        except BaseException:
+            self.close()
+            raise
+
+    def bridge_port(self, i):
+        """The bridge's port to host i (its veth's end in init_net)."""
+        return self.veths[i - 1].b
+
+    def close(self):
+        for end in self.ends:
+            harness.run("rdma", "link", "delete", end.name, check=False)
+        for veth in self.veths:
+            veth.close()
+        harness.run("ip", "link", "delete", self.bridge, check=False)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def teardown(topo, veth):
     if topo is not None:
         for name in topo.links:
