@@ -58,6 +58,11 @@ The measurements, in this order (see Documentation/performance.rst):
               whose ends both drop 0, 0.1, 1 and 5 % of what they send
               (netem): srnic to srnic, srnic to rxe (srnic the requester),
               and rxe to rxe where rxe has network namespaces (7.1 on)
+  qpscale     QP scale (issue 23): 1000 more connected RC QP pairs
+              (SRNIC_BENCH_QPSCALE_PAIRS) on srnic's wire setup and on
+              rxe's one-device one: memory per QP (/proc/meminfo and the
+              process's anonymous memory) and the guest's busy CPU over
+              10 s with them idle
   incast      ECN congestion control (issue 23): four hosts (netns on a
               bridge) keep 64 KiB RDMA WRITEs in flight to a fifth for 8 s
               (SRNIC_BENCH_INCAST_SECONDS) through a 40 Mbit/s bottleneck
@@ -114,11 +119,12 @@ def only_lines(lines, tools):
 
 PERFTESTS, SYSCALL_TOOLS = only_lines(PERFTESTS, SYSCALL_TOOLS)
 # SRNIC_BENCH_SECTIONS="cpu,syscalls": only these parts of the one-VM run
-# (memcpy, perftest, syscalls, cpu, nvme, loss, incast), for a quick look; unset:
+# (memcpy, perftest, syscalls, cpu, qpscale, nvme, loss, incast), for a quick
+# look; unset:
 # all.
 SECTIONS = set(w for w in os.environ.get(
     "SRNIC_BENCH_SECTIONS",
-    "memcpy,perftest,syscalls,cpu,nvme,loss,incast").split(",")
+    "memcpy,perftest,syscalls,cpu,qpscale,nvme,loss,incast").split(",")
     if w)
 # (driver, the line's topology): the order of a line's runs
 CONFIGS = [
@@ -224,6 +230,13 @@ LOSS_PAIRS = (("srnic", "srnic", "veth-two-netns"),
               ("srnic", "rxe", "rxe-to-srnic"),
               ("rxe", "rxe", "veth-two-netns"))
 LOSS_PORT_BASE = 20700
+# QP scale (issue 23): QPSCALE_PAIRS more connected RC QP pairs (SQ and RQ
+# of 64 each, one context, PD and CQ per side) on each setup of
+# QPSCALE_CONFIGS; the memory they take (/proc/meminfo: MemFree, Slab,
+# VmallocUsed; the process's RssAnon) per QP, and the guest's busy CPU
+# over IDLE_SECONDS with them all idle.
+QPSCALE_PAIRS = env_int("SRNIC_BENCH_QPSCALE_PAIRS", 1000)
+QPSCALE_CONFIGS = (("srnic", "wire"), ("rxe", "one-device"))
 # Incast (issue 23): INCAST_SENDERS hosts (tests/topology.py's BridgeHosts:
 # network namespaces with an srnic device each, on one bridge) write to one
 # receiver host at once, ib_write_bw 64 KiB for INCAST_SECONDS (-D), one
@@ -355,6 +368,7 @@ class Bench:
             "nvme": [],
             "loss": [],
             "incast": [],
+            "qpscale": [],
         }
         self.save()
 
@@ -759,6 +773,54 @@ class Bench:
                 harness.run(*end.cmd("tc", "qdisc", "del", "dev",
                                      end.netdev, "root"), check=False)
 
+    # -- QP scale --
+
+    def qpscale(self, cfg, topo):
+        """QPSCALE_PAIRS connected RC QP pairs more on topo (beside one
+        pair that holds the contexts): memory per QP, idle CPU."""
+        import rc_verbs
+
+        e = {"driver": cfg[0], "topology": cfg[1], "pairs": QPSCALE_PAIRS,
+             "ok": False}
+        pairs, base = [], None
+        try:
+            e["error"] = topo if isinstance(topo, str) else \
+                "no such setup" if topo is None else \
+                self.out_of_time(QPSCALE_PAIRS * 0.05 + IDLE_SECONDS + 60)
+            if e["error"] is None:
+                base = rc_verbs.RCPair(topo)
+                base.connect()
+                time.sleep(1)
+                m0, r0 = meminfo(), rss_anon_kib()
+                t0 = time.monotonic()
+                for _ in range(QPSCALE_PAIRS):
+                    pair = base.sibling()
+                    pairs.append(pair)
+                    pair.connect()
+                e["create_s"] = round(time.monotonic() - t0, 1)
+                time.sleep(2)
+                m1, r1 = meminfo(), rss_anon_kib()
+                qps = 2 * QPSCALE_PAIRS
+                e.update({f"{k}_per_qp": round((m1[k] - m0[k]) * 1024 / qps)
+                          for k in ("Slab", "VmallocUsed")})
+                e["MemFree_per_qp"] = round((m0["MemFree"] - m1["MemFree"])
+                                            * 1024 / qps)
+                e["RssAnon_per_qp"] = round((r1 - r0) * 1024 / qps)
+                busy0 = cpu_busy_seconds()
+                time.sleep(IDLE_SECONDS)
+                used = cpu_busy_seconds() - busy0
+                e.update(ok=True, idle_cpu_percent=round(
+                    100 * used / IDLE_SECONDS, 2))
+        except Exception as err:  # pyverbs raises its own kinds
+            e["error"] = f"{type(err).__name__}: {err}".splitlines()[0]
+            e["created_pairs"] = len(pairs)
+        finally:
+            if base:
+                base.close()    # its sides' contexts hold every sibling
+        self.say(f"qpscale {cfg[0]} {cfg[1]}: "
+                 f"{e.get('MemFree_per_qp', e.get('error'))} B/QP")
+        self.record("qpscale", e)
+
     # -- incast through an ECN-marking bottleneck --
 
     def incast_all(self):
@@ -1003,6 +1065,9 @@ class Bench:
                         self.syscalls(topo, e)
             if "cpu" in sections:
                 self.cpu_all(topos)
+            if "qpscale" in sections:
+                for cfg in QPSCALE_CONFIGS:
+                    self.qpscale(cfg, topos.get(cfg))
         finally:
             for teardown in self.teardown:
                 teardown()
@@ -1253,6 +1318,21 @@ def cpu_busy_seconds():
     return busy / os.sysconf("SC_CLK_TCK")
 
 
+def meminfo():
+    """/proc/meminfo's lines, in KiB."""
+    return {k: int(v.split()[0]) for k, v in
+            (ln.split(":", 1) for ln in
+             pathlib.Path("/proc/meminfo").read_text().splitlines())}
+
+
+def rss_anon_kib():
+    """This process's anonymous resident memory, KiB."""
+    for ln in pathlib.Path("/proc/self/status").read_text().splitlines():
+        if ln.startswith("RssAnon:"):
+            return int(ln.split()[1])
+    return 0
+
+
 def package_version(name):
     try:
         return subprocess.run(["dpkg-query", "-W", "-f", "${Version}", name],
@@ -1300,7 +1380,7 @@ class Report:
         except (OSError, ValueError) as e:
             self.raw = {"meta": {}, "memcpy": [], "perftest": [],
                         "syscalls": [], "cpu": [], "idle": [], "nvme": [],
-                        "loss": [], "incast": [],
+                        "loss": [], "incast": [], "qpscale": [],
                         "error": f"{raw_path}: {e}"}
         self.vm_status = vm_status
         self.lines = []
@@ -1477,6 +1557,7 @@ class Report:
                                  if not e.get("ok")} or None)
         self.two_kernel_lines()
         self.loss_lines()
+        self.qpscale_lines()
         self.incast_lines()
         for tool in SYSCALL_TOOLS:
             s, r = self.syscall("srnic", tool), self.syscall("rxe", tool)
@@ -1523,6 +1604,31 @@ class Report:
                          errors={d: e.get("error") for d, e in
                                  ((req, s), ("rxe", r or {"ok": True}))
                                  if not e.get("ok")} or None)
+
+    def qpscale_lines(self):
+        """Memory per idle connected QP and the guest's idle CPU with them,
+        srnic against rxe."""
+        runs = {e["driver"]: e for e in self.raw.get("qpscale", [])}
+        if not runs:
+            return
+        s, r = runs.get("srnic", {}), runs.get("rxe", {})
+        pairs = s.get("pairs", QPSCALE_PAIRS)
+        for key, text, unit, digits in (
+                ("MemFree_per_qp", "memory (MemFree)", "B/QP", 0),
+                ("Slab_per_qp", "of it slab", "B/QP", 0),
+                ("VmallocUsed_per_qp", "of it vmalloc (rings)", "B/QP", 0),
+                ("RssAnon_per_qp", "the process's anonymous memory",
+                 "B/QP", 0),
+                ("idle_cpu_percent", "busy CPU over 10 s, all idle", "%",
+                 2)):
+            sv, rv = self.value(s, key), self.value(r, key)
+            ratio = sv / rv if sv is not None and rv else None
+            self.add(f"{2 * pairs} idle connected RC QPs: {text}", unit,
+                     fmt(sv, digits), fmt(rv, digits), fmt(ratio, 2, "-"),
+                     srnic_value=sv, rxe_value=rv, ratio_value=ratio,
+                     errors={d: e.get("error") for d, e in
+                             (("srnic", s), ("rxe", r)) if not e.get("ok")}
+                     or None)
 
     def incast_lines(self):
         """Incast through the ECN-marking bottleneck: srnic with ECN off
