@@ -12,12 +12,11 @@
  * from what the QP was measured to send (a meter over at least
  * SRNIC_RATE_METER_MS, in jiffies, free to read), and each cut from that
  * measure when it is below the rate (which then held nothing back). Each
- * CNP (at most one
- * per 50 us from a notification point) cuts the rate by alpha / 2, where
- * alpha, DCQCN's estimate of how congested the path is, rises with each
- * CNP and decays by 1/256 every alpha period without one. Between CNPs the
- * rate recovers in stages, one per stage period and one per
- * SRNIC_RATE_STAGE_BYTES sent: halfway back to the target rate for the
+ * CNP (at most one per 50 us from a notification point) cuts the rate by
+ * alpha / 2, where alpha, DCQCN's estimate of how congested the path is,
+ * rises with each CNP and decays by 1/256 every alpha period without one.
+ * Between CNPs the rate recovers in stages, one per stage period and one
+ * per SRNIC_RATE_STAGE_BYTES sent: halfway back to the target rate for the
  * first SRNIC_RATE_FAST stages (fast recovery), then with the target
  * raised by SRNIC_RATE_AI_MBPS (additive increase), or by a growing
  * multiple of SRNIC_RATE_HAI_MBPS once both kinds of stage are past the
@@ -126,6 +125,16 @@ static void srnic_rate_meter(struct srnic_rate *rate)
 	rate->meter_start = jiffies;
 }
 
+/* The rate changed: a cut for CNPs, or a recovery stage. */
+static void srnic_rate_trace(struct srnic_qp *qp, bool cut)
+{
+	struct srnic_rate *rate = &qp->req.rate;
+
+	trace_srnic_rate_change(&qp->ibqp, rate->mbps, rate->target_mbps,
+				rate->alpha,
+				div_u64(qp->req.srtt_ns, NSEC_PER_USEC), cut);
+}
+
 /* Alpha decays by g for each whole alpha period since its update. */
 static void srnic_rate_decay_alpha(struct srnic_qp *qp)
 {
@@ -151,7 +160,6 @@ static void srnic_rate_cut(struct srnic_qp *qp)
 		rate->mbps = clamp(mbps ? mbps : SRNIC_RATE_MAX_MBPS,
 				   SRNIC_RATE_MIN_MBPS, SRNIC_RATE_MAX_MBPS);
 		rate->alpha = SRNIC_RATE_ALPHA_ONE;
-		rate->alpha_ns = rate->now;
 		rate->next_ns = rate->now;
 	} else {
 		srnic_rate_decay_alpha(qp);
@@ -172,9 +180,7 @@ static void srnic_rate_cut(struct srnic_qp *qp)
 	rate->bytes = 0;
 	rate->stage_ns = rate->now;
 	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RP_RATE_DECREASES);
-	trace_srnic_rate_change(&qp->ibqp, rate->mbps, rate->target_mbps,
-				rate->alpha,
-				div_u64(qp->req.srtt_ns, NSEC_PER_USEC), true);
+	srnic_rate_trace(qp, true);
 }
 
 /* One recovery stage passed: the rate climbs back towards the target. */
@@ -196,9 +202,7 @@ static void srnic_rate_increase(struct srnic_qp *qp)
 		rate->mbps = 0;		/* no longer limited */
 		rate->waiting = false;
 	}
-	trace_srnic_rate_change(&qp->ibqp, rate->mbps, rate->target_mbps,
-				rate->alpha,
-				div_u64(qp->req.srtt_ns, NSEC_PER_USEC), false);
+	srnic_rate_trace(qp, false);
 }
 
 /* The recovery stages of the time since the last one. */

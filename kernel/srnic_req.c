@@ -416,6 +416,9 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.opcode |= SRNIC_TRANSPORT_XRC;
 			txd.xrc_srqn = wqe->xrc_remote_srqn;
 		}
+		/* Under congestion, the packet waits for its time. */
+		if (!srnic_rate_admit(qp, txd.len))
+			break;
 		/*
 		 * A full queue on the way out (-ENOBUFS, e.g. a veth
 		 * backlog): the packet never left, so it is not sent; like
@@ -424,9 +427,6 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 		 * and a timeout's worth of time. A batch that went first
 		 * may have been refused instead: then from its first.
 		 */
-		/* Under congestion, the packet waits for its time. */
-		if (!srnic_rate_admit(qp, txd.len))
-			break;
 		if (srnic_tx_build(qp, &txd, batch) == -ENOBUFS &&
 		    srnic_qp_acked(qp)) {
 			srnic_req_rewind(qp, batch->lost_psn);

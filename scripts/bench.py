@@ -878,9 +878,8 @@ class Bench:
             harness.run("tc", *argv)
         before = {end.name: harness.link_counters(end) for end in hosts.ends}
         flows, backlog = self.incast_writes(hosts, dev)
-        stats = json.loads(harness.run("tc", "-s", "-j", "qdisc", "show",
-                                       "dev", dev).stdout)
-        red = next(q for q in stats if q.get("kind") == INCAST_AQM[0])
+        aqm = self.incast_aqm(dev)
+        assert aqm is not None, f"no {INCAST_AQM[0]} qdisc on {dev}"
         after = {end.name: harness.link_counters(end) for end in hosts.ends}
 
         def delta(key, ends):
@@ -895,12 +894,12 @@ class Bench:
                  queue_mean_kb=round(statistics.mean(busy) / 1000, 1)
                  if busy else None,
                  queue_max_kb=round(max(busy) / 1000, 1) if busy else None,
-                 red_drops=red.get("drops"), red_marked=red.get("marked"),
-                 red_sent_mbit=round(red.get("bytes", 0) * 8 / 1e6 /
+                 red_drops=aqm.get("drops"),
+                 red_sent_mbit=round(aqm.get("bytes", 0) * 8 / 1e6 /
                                      INCAST_SECONDS, 1),
-                 aqm_xstats={k: red.get(k) for k in (
+                 aqm_xstats={k: aqm.get(k) for k in (
                      "early", "pdrop", "other", "marked", "ecn_mark",
-                     "drop_overlimit") if k in red},
+                     "drop_overlimit") if k in aqm},
                  retransmits=delta("retransmits", senders),
                  timeouts=delta("local_ack_timeouts", senders),
                  naks_sent=delta("tx_nak_psn_sequence", [recv]),
@@ -954,7 +953,8 @@ class Bench:
                         idle = False
                 now = time.monotonic()
                 if now >= next_sample:
-                    backlog.append(Bench.incast_backlog(dev))
+                    aqm = Bench.incast_aqm(dev)
+                    backlog.append(aqm.get("backlog") if aqm else None)
                     next_sample = now + 0.1
                 if idle:
                     time.sleep(0.0005)
@@ -969,18 +969,18 @@ class Bench:
                 pair.close()
 
     @staticmethod
-    def incast_backlog(dev):
-        """The bottleneck's RED queue, in bytes, or None."""
+    def incast_aqm(dev):
+        """The bottleneck's queue discipline's statistics (tc -s -j), or
+        None."""
         import harness
 
         out = harness.run("tc", "-s", "-j", "qdisc", "show", "dev", dev,
                           check=False).stdout
         try:
-            red = next(q for q in json.loads(out)
-                       if q.get("kind") == INCAST_AQM[0])
+            return next(q for q in json.loads(out)
+                        if q.get("kind") == INCAST_AQM[0])
         except (ValueError, StopIteration):
             return None
-        return red.get("backlog")
 
     # -- NVMe over RDMA --
 
