@@ -272,10 +272,7 @@ bool srnic_rate_admit(struct srnic_qp *qp, u32 len)
 {
 	struct srnic_rate *rate = &qp->req.rate;
 
-	rate->meter_bytes += len + SRNIC_RATE_PKT_OVERHEAD;
-	if (likely(!rate->mbps))
-		return true;
-	if (rate->next_ns > rate->now) {
+	if (rate->mbps && rate->next_ns > rate->now) {
 		rate->waiting = true;
 		hrtimer_start(&rate->timer,
 			      ns_to_ktime(rate->next_ns - rate->now),
@@ -284,6 +281,10 @@ bool srnic_rate_admit(struct srnic_qp *qp, u32 len)
 			    SRNIC_CNT_RP_RATE_WAITS);
 		return false;
 	}
+	/* The meter counts what is sent: a refused packet comes again. */
+	rate->meter_bytes += len + SRNIC_RATE_PKT_OVERHEAD;
+	if (likely(!rate->mbps))
+		return true;
 	rate->next_ns += div_u64((u64)(len + SRNIC_RATE_PKT_OVERHEAD) *
 				 BITS_PER_BYTE * NSEC_PER_USEC, rate->mbps);
 	rate->bytes += len;
