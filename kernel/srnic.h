@@ -351,6 +351,9 @@ int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
  * @opcode: BTH opcode
  * @psn: BTH PSN
  * @ack_req: BTH AckReq
+ * @sr: srnic's selective repeat bit (SRNIC_BTH_APSN_SR): on a request, its
+ *	requester takes selective NAKs; on a NAK, it is one
+ * @sr_run: a selective NAK's run of kept PSNs, 1 to SRNIC_SR_RUN_MAX
  * @solicited: BTH SE
  * @va: RETH or AtomicETH virtual address
  * @rkey: RETH or AtomicETH R_Key
@@ -376,6 +379,8 @@ struct srnic_txd {
 	u32 psn;
 	bool ack_req;
 	bool solicited;
+	bool sr;
+	u8 sr_run;
 	u64 va;
 	u32 rkey;
 	u32 dma_len;
@@ -546,6 +551,8 @@ void srnic_resp_put_mrs(struct srnic_qp *qp);
 void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb);
 bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget);
 void srnic_resp_flush_ack(struct srnic_qp *qp);
+struct sk_buff *srnic_resp_ooo_next(struct srnic_qp *qp);
+bool srnic_resp_ooo_ready(struct srnic_qp *qp);
 bool srnic_resp_went_back(struct srnic_qp *qp);
 int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
 			 u64 swap_add, u64 compare, u64 *orig);

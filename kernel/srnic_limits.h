@@ -46,6 +46,13 @@
 #define SRNIC_MAX_SGE 32
 #define SRNIC_MAX_INLINE_DATA 512
 #define SRNIC_MAX_RD_ATOMIC 128	/* as rxe: peers ask for its limit */
+/*
+ * Selective repeat: PSNs an RC requester has in flight beyond the oldest
+ * unacknowledged, at most, and so those a responder keeps beyond the
+ * expected PSN; requests its device's responders keep, at most.
+ */
+#define SRNIC_SR_WINDOW 512
+#define SRNIC_OOO_MAX_HELD 16384
 
 /* Shared receive queues (srnic_srq.c): rings of the RQ's format. */
 #define SRNIC_MAX_SRQ BIT(14)

@@ -81,6 +81,10 @@ enum srnic_counter {
 	SRNIC_CNT_RP_RATE_DECREASES,	/* requesters' rate cuts for CNPs */
 	SRNIC_CNT_RP_RATE_INCREASES,	/* their recovery stages */
 	SRNIC_CNT_RP_RATE_WAITS,	/* paced requesters stopped to wait */
+	SRNIC_CNT_RX_OOO_KEPT,		/* requests ahead kept (selective) */
+	SRNIC_CNT_TX_NAK_SELECTIVE,	/* selective NAKs sent */
+	SRNIC_CNT_RX_NAK_SELECTIVE,	/* selective NAKs received */
+	SRNIC_CNT_SELECTIVE_RETRANSMITS, /* packets sent again selectively */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -279,6 +283,12 @@ struct srnic_fault {
  * @ecn: ECN is on (sysfs ``ecn``): connected QPs' packets are sent
  *	 ECN-capable, a CE mark on a packet a QP receives is answered with a
  *	 CNP to its peer QP, and CNPs received count as handled (srnic_net.c)
+ * @selective_repeat: selective repeat is on (sysfs ``selective_repeat``,
+ *		      on when the device is created): RC requesters offer
+ *		      it, and responders keep requests ahead of the expected
+ *		      PSN from requesters that offer it (srnic_resp.c)
+ * @ooo_held: requests kept by the device's responders, at most
+ *	      SRNIC_OOO_MAX_HELD
  */
 struct srnic_dev {
 	struct ib_device ibdev;
@@ -321,6 +331,8 @@ struct srnic_dev {
 	atomic_t odp_mrs;
 	struct mutex odp_gate;		/* the first ODP MR's wait */
 	bool ecn;
+	bool selective_repeat;
+	atomic_t ooo_held;
 };
 
 /* The control record occupies the ring's whole first page. */
@@ -789,6 +801,19 @@ struct srnic_rate {
  * @srtt_ns: the smoothed round-trip time, 0 until the first sample
  * @rttvar_ns: its smoothed variation
  * @rate: the rate it may send at, under congestion (ECN's CNPs)
+ * @recovering: selective repeat: a selective NAK reported requests the
+ *		responder kept beyond a loss; until @una_psn passes
+ *		@sack_high, the PSNs missing below it are sent again
+ * @resending: srnic_req_send_wqe() sends one of them, beyond the window
+ * @resend_ready: a PSN may be missing below enough reported kept; cleared
+ *		  when srnic_req_resend() finds none
+ * @resend_all: after a local ACK timeout, every PSN not reported kept up to
+ *		@sack_high is lost, however few are kept above it
+ * @sack_high: the PSN after the highest one reported kept
+ * @resend_psn: the next PSN the recovery looks at to send again
+ * @resend_round_ns: when a PSN was last sent again
+ * @sacked: the PSNs reported kept, from @una_psn, each at its PSN modulo
+ *	    SRNIC_SR_WINDOW; all clear while not @recovering
  */
 struct srnic_req {
 	struct srnic_send_wqe *wqe;
@@ -829,6 +854,14 @@ struct srnic_req {
 	u64 srtt_ns;
 	u64 rttvar_ns;
 	struct srnic_rate rate;
+	bool recovering;
+	bool resending;
+	bool resend_ready;
+	bool resend_all;
+	u32 sack_high;
+	u32 resend_psn;
+	u64 resend_round_ns;
+	DECLARE_BITMAP(sacked, SRNIC_SR_WINDOW);
 };
 
 /**
@@ -885,6 +918,11 @@ enum srnic_resp_msg {
  *	     (max_dest_rd_atomic of the SRNIC_MAX_RD_ATOMIC slots, used in
  *	     turn)
  * @atomic_next: the slot of @atomics the next atomic takes
+ * @ooo: selective repeat: the requests kept beyond @epsn, each at its PSN
+ *	 modulo SRNIC_SR_WINDOW, or NULL while none is kept
+ * @ooo_count: requests @ooo holds
+ * @sack_start: the first PSN of a run kept and not yet reported
+ * @sack_len: that run's length (0: nothing to report)
  * @xsrq: XRC_TGT: the XRC SRQ the request being executed names (its
  *	  XRCETH), referenced for that packet only, or NULL
  * @xsrqn: XRC_TGT: the XRC SRQ number of the message in progress (of
@@ -921,6 +959,10 @@ struct srnic_resp {
 	enum ib_event_type fatal_event;
 	struct srnic_atomic_replay *atomics;
 	u32 atomic_next;
+	struct sk_buff **ooo;
+	u32 ooo_count;
+	u32 sack_start;
+	u32 sack_len;
 	struct srnic_srq *xsrq;
 	u32 xsrqn;
 	struct srnic_pd *read_pd;

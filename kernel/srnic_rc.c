@@ -138,7 +138,10 @@ static bool srnic_qp_rx(struct srnic_qp *qp)
 		/* READ responses go out before later requests are served. */
 		if (qp->resp.reading)
 			break;
-		skb = srnic_rx_dequeue(qp);
+		/* Requests kept for selective repeat, once epsn is theirs. */
+		skb = srnic_resp_ooo_next(qp);
+		if (!skb)
+			skb = srnic_rx_dequeue(qp);
 		if (!skb)
 			break;
 		if (srnic_skb_pkt(skb)->flags & SRNIC_OPF_REQUEST)
@@ -147,7 +150,7 @@ static bool srnic_qp_rx(struct srnic_qp *qp)
 			srnic_req_rx_response(qp, skb);
 	}
 	srnic_resp_flush_ack(qp);
-	return !skb_queue_empty_lockless(&qp->rxq);
+	return !skb_queue_empty_lockless(&qp->rxq) || srnic_resp_ooo_ready(qp);
 }
 
 /* What a run of an RC QP's task does; see srnic_qp_run(). */

@@ -26,6 +26,15 @@
  * error. Any error completion moves the QP to the error state, which
  * flushes the WQEs behind it.
  *
+ * Selective repeat (with srnic's responders: the SR bit on each request
+ * offers it, srnic_resp.c keeps what arrives beyond a loss and reports it
+ * in selective NAKs): the requester notes the PSNs reported kept
+ * (req.sacked) and sends again only the ones missing below the highest
+ * (srnic_req_resend()), once per round trip, beside new packets; the
+ * window halves once per loss episode. A timeout, an RNR NAK or a gap in
+ * READ responses still goes back N, and an IBTA responder's NAKs are
+ * always go-back-N.
+ *
  * A UC QP (srnic_qp_acked() false) sends the same packets with UC opcodes
  * and without AckReq, and expects no answer: each packet handed off counts
  * as acknowledged (the window never closes), and a WQE completes once its
@@ -44,8 +53,13 @@
  * by what each ACK acknowledges, up to SRNIC_REQ_WINDOW, so go-back-N
  * does not resend a whole large window for each lost packet.
  */
-#define SRNIC_REQ_WINDOW 512
+#define SRNIC_REQ_WINDOW SRNIC_SR_WINDOW
 #define SRNIC_REQ_MIN_WINDOW 8
+/*
+ * Selective repeat: a PSN missing below this many reported kept is lost
+ * (RFC 6675's DupThresh); fewer may be a packet overtaken on the way.
+ */
+#define SRNIC_REQ_SACK_THRESHOLD 3
 /* Ask for an ACK at least this often within a long message. */
 #define SRNIC_REQ_ACK_EVERY 64
 /* Local ACK timeouts shorter than this are rounded up (slow hosts). */
@@ -333,7 +347,11 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 {
 	struct srnic_req *req = &qp->req;
 	struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, req->send_index);
-	u32 window_end = srnic_psn_add(req->una_psn, req->cwnd);
+	/* A PSN sent again selectively was in the window when first sent. */
+	u32 window_end = req->resending ? srnic_psn_add(req->send_psn, 1) :
+			 srnic_psn_add(req->una_psn, req->cwnd);
+	bool sr = qp->ibqp.qp_type == IB_QPT_RC &&
+		  READ_ONCE(to_srnic_dev(qp->ibqp.device)->selective_repeat);
 	u32 mtu = srnic_qp_mtu(qp);
 	const struct srnic_send_wqe *wqe;
 	enum ib_wc_status status;
@@ -365,6 +383,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 		struct srnic_txd txd = {
 			.psn = req->send_psn,
 			.rkey = wqe->rdma.rkey,
+			.sr = sr,
 		};
 
 		txd.opcode = srnic_req_opcode(rw, first, last);
@@ -404,7 +423,8 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			 */
 			txd.ack_req = last || !((n + 1) % SRNIC_REQ_ACK_EVERY) ||
 				      inflight >= req->cwnd ||
-				      inflight == req->cwnd / 2 || req->rate.mbps;
+				      inflight == req->cwnd / 2 || req->rate.mbps ||
+				      req->resending;
 			txd.solicited = last && (wqe->flags & SRNIC_WQE_SOLICITED);
 		}
 		if (!srnic_qp_acked(qp)) {
@@ -452,6 +472,177 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 	return sent;
 }
 
+/* ---- Selective repeat ------------------------------------------------- */
+
+static void srnic_req_recovery_end(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+
+	if (!req->recovering)
+		return;
+	req->recovering = false;
+	req->resend_all = false;
+	bitmap_zero(req->sacked, SRNIC_SR_WINDOW);
+}
+
+/* The oldest unacknowledged PSN moves from @old to @una. */
+static void srnic_req_recovery_acked(struct srnic_qp *qp, u32 old, u32 una)
+{
+	struct srnic_req *req = &qp->req;
+	u32 n = (una - old) & SRNIC_PSN_MASK;
+
+	if (srnic_psn_cmp(una, req->sack_high) >= 0 || n >= SRNIC_SR_WINDOW) {
+		srnic_req_recovery_end(qp);
+		return;
+	}
+	while (n--) {
+		__clear_bit(old & (SRNIC_SR_WINDOW - 1), req->sacked);
+		old = srnic_psn_add(old, 1);
+	}
+}
+
+/*
+ * A selective NAK: the responder expects @epsn (everything before is
+ * acknowledged, by the caller) and keeps @n requests from @start on.
+ */
+static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
+{
+	struct srnic_req *req = &qp->req;
+	u64 now = ktime_get_ns();
+
+	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_NAK_SELECTIVE);
+	if (srnic_psn_cmp(epsn, req->una_psn) < 0)
+		return;		/* an old one, overtaken */
+	if (!req->recovering) {
+		/* A loss episode: the window halves once for it. */
+		req->recovering = true;
+		req->sack_high = req->una_psn;
+		req->resend_psn = req->una_psn;
+		req->resend_round_ns = now;
+		req->cwnd = max_t(u32, req->cwnd / 2, SRNIC_REQ_MIN_WINDOW);
+		req->rtt_sampling = false;	/* Karn's rule */
+	} else if (srnic_psn_cmp(req->resend_psn, req->sack_high) >= 0 &&
+		   req->srtt_ns && now - req->resend_round_ns >
+				    req->srtt_ns + 4 * req->rttvar_ns) {
+		/*
+		 * Everything missing went again, the last a retransmission
+		 * timeout (as TCP's) ago, and still the responder misses
+		 * @epsn: it was lost again (without a round-trip time yet,
+		 * the local ACK timeout tells).
+		 */
+		req->resend_psn = req->una_psn;
+		req->resend_round_ns = now;
+	}
+	for (; n; n--, start = srnic_psn_add(start, 1)) {
+		if (srnic_psn_cmp(start, req->una_psn) < 0)
+			continue;
+		if (srnic_psn_cmp(start, req->next_psn) >= 0 ||
+		    ((start - req->una_psn) & SRNIC_PSN_MASK) >= SRNIC_SR_WINDOW)
+			break;
+		__set_bit(start & (SRNIC_SR_WINDOW - 1), req->sacked);
+		if (srnic_psn_cmp(start, req->sack_high) >= 0)
+			req->sack_high = srnic_psn_add(start, 1);
+	}
+	/* Perhaps a PSN missing below enough kept: srnic_req_resend() looks. */
+	req->resend_ready = true;
+}
+
+/* How many PSNs of [@from, @to) were reported kept (within the window). */
+static u32 srnic_req_sacked_between(struct srnic_req *req, u32 from, u32 to)
+{
+	u32 i = from & (SRNIC_SR_WINDOW - 1);
+	u32 end = i + ((to - from) & SRNIC_PSN_MASK);
+
+	if (end <= SRNIC_SR_WINDOW)
+		return bitmap_weight(req->sacked, end) -
+		       bitmap_weight(req->sacked, i);
+	return bitmap_weight(req->sacked, SRNIC_SR_WINDOW) -
+	       bitmap_weight(req->sacked, i) +
+	       bitmap_weight(req->sacked, end - SRNIC_SR_WINDOW);
+}
+
+/* Is a PSN missing below the highest kept, not sent again yet? */
+static bool srnic_req_resend_pending(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+
+	return req->recovering && req->resend_ready &&
+	       srnic_psn_cmp(req->resend_psn, req->sack_high) < 0;
+}
+
+/*
+ * Send again, within @budget, the PSNs missing below at least
+ * SRNIC_REQ_SACK_THRESHOLD the responder reported kept: one packet each,
+ * or a READ's or atomic's request once (its responses recover as
+ * go-back-N). Returns packets sent. The resends go in a batch of their own: one the way out refused
+ * never left, and the round starts over at the next run.
+ */
+static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	struct srnic_req *req = &qp->req;
+	u32 save_index = req->send_index, save_psn = req->send_psn;
+	u32 index = srnic_req_head(qp);
+	struct srnic_tx_batch batch = {};
+	unsigned int sent = 0;
+	u32 above;
+
+	if (srnic_psn_cmp(req->resend_psn, req->una_psn) < 0)
+		req->resend_psn = req->una_psn;
+	above = srnic_req_sacked_between(req, req->resend_psn, req->sack_high);
+	req->resending = true;
+	while (sent < budget && srnic_req_resend_pending(qp)) {
+		u32 psn = req->resend_psn;
+		struct srnic_req_wqe *rw = NULL;
+		bool whole;
+
+		if (test_bit(psn & (SRNIC_SR_WINDOW - 1), req->sacked)) {
+			req->resend_psn = srnic_psn_add(psn, 1);
+			above--;
+			continue;
+		}
+		if (above < SRNIC_REQ_SACK_THRESHOLD && !req->resend_all) {
+			req->resend_ready = false;	/* until more are kept */
+			break;		/* perhaps only overtaken */
+		}
+		for (; index != req->next_index; index++) {
+			rw = srnic_req_wqe_at(qp, index);
+			if (srnic_psn_cmp(psn, rw->last_psn) <= 0)
+				break;
+		}
+		if (index == req->next_index)
+			break;
+		whole = srnic_wr_is_rd_atomic(rw->opcode);
+		req->resend_psn = srnic_psn_add(whole ? rw->last_psn : psn, 1);
+		if (whole)
+			above = srnic_req_sacked_between(req, req->resend_psn,
+							 req->sack_high);
+		if (rw->status != IB_WC_SUCCESS || rw->local ||
+		    (whole && psn != rw->first_psn))
+			continue;
+		req->send_index = index;
+		req->send_psn = psn;
+		if (!srnic_req_send_wqe(qp, 1, &batch)) {
+			req->resend_psn = psn;	/* paced, or refused */
+			break;
+		}
+		sent++;
+		req->resend_round_ns = ktime_get_ns();
+		srnic_count(sdev, SRNIC_CNT_SELECTIVE_RETRANSMITS);
+	}
+	req->resending = false;
+	if (srnic_psn_cmp(req->resend_psn, req->sack_high) >= 0)
+		req->resend_all = false;
+	req->send_index = save_index;
+	req->send_psn = save_psn;
+	if (srnic_tx_batch_flush(sdev, &batch) == -ENOBUFS || req->tx_blocked) {
+		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+		req->resend_psn = req->una_psn;
+		req->tx_blocked = true;
+	}
+	return sent;
+}
+
 /*
  * Make @psn the next to send: the WQE holding it, and all after it.
  * Return whether packets sent before are sent again.
@@ -484,6 +675,7 @@ static bool srnic_req_rewind(struct srnic_qp *qp, u32 psn)
 /* Send from @psn again: the WQE holding it, and all after it. */
 static void srnic_req_go_back(struct srnic_qp *qp, u32 psn)
 {
+	srnic_req_recovery_end(qp);
 	if (srnic_req_rewind(qp, psn)) {
 		srnic_count(to_srnic_dev(qp->ibqp.device),
 			    SRNIC_CNT_RETRANSMITS);
@@ -633,6 +825,9 @@ static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
 		u32 acked = ((psn - req->una_psn) & SRNIC_PSN_MASK) + 1;
 
 		req->cwnd = min_t(u32, req->cwnd + acked, SRNIC_REQ_WINDOW);
+		if (req->recovering)
+			srnic_req_recovery_acked(qp, req->una_psn,
+						 srnic_psn_add(psn, 1));
 		req->una_psn = srnic_psn_add(psn, 1);
 		srnic_req_rtt_end(qp, psn);
 		progress = true;
@@ -669,8 +864,9 @@ static void srnic_req_rnr_nak(struct srnic_qp *qp, u32 psn, u8 timer)
 	timer_delete(&req->timer);
 }
 
-/* An ACK, RNR NAK or NAK for @psn. */
-static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn)
+/* An ACK, RNR NAK or NAK for @psn; @sr_run not 0: a selective NAK. */
+static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn,
+			   u8 sr_run)
 {
 	u8 syndrome = FIELD_GET(SRNIC_AETH_SMSN_SYNDROME_MASK, smsn);
 	u8 value = syndrome & SRNIC_AETH_SYNDROME_VALUE_MASK;
@@ -688,6 +884,12 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn)
 		srnic_req_ack(qp, srnic_psn_add(psn, SRNIC_PSN_MASK));
 		if (READ_ONCE(qp->state) == IB_QPS_ERR)
 			return;
+		if (value == SRNIC_NAK_PSN_SEQUENCE_ERROR && sr_run) {
+			srnic_req_sack(qp, psn, smsn & SRNIC_AETH_SMSN_MSN_MASK,
+				       sr_run);
+			srnic_req_arm_timer(qp);
+			return;
+		}
 		if (value == SRNIC_NAK_PSN_SEQUENCE_ERROR) {
 			srnic_req_lost(qp, psn);
 			srnic_req_arm_timer(qp);
@@ -890,7 +1092,8 @@ void srnic_req_rx_response(struct srnic_qp *qp, struct sk_buff *skb)
 		const struct srnic_aeth *aeth =
 			(const struct srnic_aeth *)(skb->data + pkt->aeth);
 
-		srnic_req_aeth(qp, pkt->psn, be32_to_cpu(aeth->smsn));
+		srnic_req_aeth(qp, pkt->psn, be32_to_cpu(aeth->smsn),
+			       pkt->sr ? pkt->sr_run : 0);
 		ok = true;
 	}
 out:
@@ -916,7 +1119,21 @@ static void srnic_req_timeout(struct srnic_qp *qp)
 		return;
 	}
 	req->retries_left--;
-	srnic_req_lost(qp, req->una_psn);
+	if (req->recovering) {
+		/*
+		 * Selective repeat: what the responder did not report kept,
+		 * up to the last PSN sent, is lost; the rest it has.
+		 */
+		if (srnic_psn_cmp(req->send_psn, req->sack_high) > 0)
+			req->sack_high = req->send_psn;
+		req->resend_psn = req->una_psn;
+		req->resend_all = true;
+		req->resend_ready = true;
+		req->rtt_sampling = false;	/* Karn's rule */
+		req->cwnd = max_t(u32, req->cwnd / 2, SRNIC_REQ_MIN_WINDOW);
+	} else {
+		srnic_req_lost(qp, req->una_psn);
+	}
 	srnic_req_arm_timer(qp);
 }
 
@@ -945,6 +1162,14 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 	}
 	if (!srnic_rate_begin_run(qp))
 		return false;
+	if (srnic_req_resend_pending(qp)) {
+		unsigned int n = srnic_req_resend(qp, budget);
+
+		budget -= n;
+		sent |= n;
+		if (req->tx_blocked || req->rate.waiting)
+			goto flush;
+	}
 
 	while (budget && READ_ONCE(qp->state) == state) {
 		struct srnic_req_wqe *rw;
@@ -989,6 +1214,7 @@ bool srnic_req_wire_run(struct srnic_qp *qp, unsigned int budget)
 		    (!n && rw->status == IB_WC_SUCCESS))
 			break;	/* the way out or the window is full, or paced */
 	}
+flush:
 	srnic_req_flush(qp, &batch);
 	if (sent && !timer_pending(&req->timer))
 		srnic_req_arm_timer(qp);
@@ -1017,6 +1243,8 @@ bool srnic_req_wire_has_work(struct srnic_qp *qp)
 		return true;
 	if (req->rnr_waiting || req->rate.waiting)
 		return false;
+	if (srnic_req_resend_pending(qp))
+		return true;
 	if (req->send_index != req->next_index)
 		return srnic_psn_cmp(req->send_psn,
 				     srnic_psn_add(req->una_psn, req->cwnd)) < 0;
@@ -1064,6 +1292,7 @@ void srnic_req_start(struct srnic_qp *qp)
 	req->retries_left = qp->attrs.retry_cnt;
 	req->rnr_retries_left = qp->attrs.rnr_retry;
 	req->went_back = false;
+	srnic_req_recovery_end(qp);
 	WRITE_ONCE(req->timed_out, false);
 	srnic_rate_start(qp);
 }
@@ -1084,6 +1313,7 @@ void srnic_req_reset(struct srnic_qp *qp)
 	req->reads = 0;
 	req->next_index = READ_ONCE(qp->sq.consumer);
 	req->send_index = req->next_index;
+	srnic_req_recovery_end(qp);
 	WRITE_ONCE(req->timed_out, false);
 }
 

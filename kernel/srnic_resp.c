@@ -6,7 +6,9 @@
  * Requests are executed in PSN order: the one at the expected PSN (epsn)
  * is checked (opcode sequence, lengths, access, R_Key and bounds through
  * srnic_mr_lookup()) and executed; one ahead of it gets a PSN sequence
- * error NAK (once until epsn arrives) and is dropped; one behind it is a
+ * error NAK (once until epsn arrives) and is dropped, or, from a requester
+ * that offers selective repeat, is kept and executed when epsn arrives
+ * (see "Selective repeat" below); one behind it is a
  * duplicate: SENDs and WRITEs are acknowledged again without being
  * executed again, READs are executed again from the PSN asked for (a READ
  * has no side effect), atomics are answered with the original value saved
@@ -162,32 +164,189 @@ static u32 srnic_aeth(u8 type, u8 value, u32 msn)
 	       (msn & SRNIC_AETH_SMSN_MSN_MASK);
 }
 
-static void srnic_resp_send_aeth(struct srnic_qp *qp, u32 psn, u32 aeth)
+/* An ACK or NAK; @sr_run, if not 0, makes it a selective NAK's. */
+static void srnic_resp_send_aeth(struct srnic_qp *qp, u32 psn, u32 aeth,
+				 u8 sr_run)
 {
 	struct srnic_txd txd = {
 		.opcode = srnic_resp_opcode(qp, SRNIC_OP_ACK),
 		.psn = psn,
 		.aeth = aeth,
+		.sr = sr_run,
+		.sr_run = sr_run,
 	};
 
 	srnic_tx_build(qp, &txd, NULL);
 }
 
+/* ---- Selective repeat -------------------------------------------------- */
+
+/*
+ * A requester that sets SRNIC_BTH_APSN_SR on its requests (srnic's, with
+ * selective repeat on) takes selective NAKs. Its requests that arrive
+ * beyond epsn, within SRNIC_SR_WINDOW, are kept instead of dropped, and
+ * reported in runs of consecutive PSNs: a selective NAK is a PSN sequence
+ * error NAK of epsn (so an ACK of what is before it) whose AETH MSN field
+ * holds the run's first PSN and whose BTH holds its length
+ * (SRNIC_BTH_APSN_SR_RUN_MASK). The requester sends again only the PSNs
+ * missing below the highest reported (srnic_req.c). When epsn arrives,
+ * the kept requests behind it are executed in order, as if they arrived
+ * then (srnic_resp_ooo_next()): execution stays in PSN order, so nothing
+ * else in the responder knows of them. Requests from other requesters
+ * (rxe, hardware) get IBTA's go-back-N, as do those beyond the window or
+ * the device's SRNIC_OOO_MAX_HELD.
+ */
+
+/* Send the selective NAK owed for the run kept since the last one. */
+static void srnic_resp_flush_sack(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	if (!resp->sack_len)
+		return;
+	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_TX_NAK_SELECTIVE);
+	srnic_resp_send_aeth(qp, resp->epsn,
+			     srnic_aeth(SRNIC_AETH_NAK,
+					SRNIC_NAK_PSN_SEQUENCE_ERROR,
+					resp->sack_start), resp->sack_len);
+	resp->sack_len = 0;
+}
+
+/* Drop one kept request. */
+static void srnic_resp_ooo_free(struct srnic_qp *qp, struct sk_buff **slot)
+{
+	kfree_skb(*slot);
+	*slot = NULL;
+	qp->resp.ooo_count--;
+	atomic_dec(&to_srnic_dev(qp->ibqp.device)->ooo_held);
+}
+
+/* Drop every kept request (the QP resets, or goes to error). */
+static void srnic_resp_ooo_purge(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+	unsigned int i;
+
+	resp->sack_len = 0;
+	if (!resp->ooo)
+		return;
+	for (i = 0; i < SRNIC_SR_WINDOW && resp->ooo_count; i++)
+		if (resp->ooo[i])
+			srnic_resp_ooo_free(qp, &resp->ooo[i]);
+	kfree(resp->ooo);
+	resp->ooo = NULL;
+}
+
+/*
+ * Keep @skb, a request beyond epsn with the SR bit, for when epsn comes.
+ * Returns false if it cannot be kept (go-back-N then); true if it was
+ * kept, or dropped as a copy of one kept.
+ */
+static bool srnic_resp_ooo_keep(struct srnic_qp *qp, struct sk_buff *skb,
+				const struct srnic_pkt *pkt)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	struct srnic_resp *resp = &qp->resp;
+	struct sk_buff **slot;
+
+	if (qp->ibqp.qp_type != IB_QPT_RC ||
+	    !READ_ONCE(sdev->selective_repeat) ||
+	    ((pkt->psn - resp->epsn) & SRNIC_PSN_MASK) >= SRNIC_SR_WINDOW)
+		return false;
+	if (!resp->ooo) {
+		resp->ooo = kcalloc(SRNIC_SR_WINDOW, sizeof(*resp->ooo),
+				    GFP_ATOMIC | __GFP_NOWARN);
+		if (!resp->ooo)
+			return false;
+	}
+	slot = &resp->ooo[pkt->psn & (SRNIC_SR_WINDOW - 1)];
+	if (*slot) {
+		if (srnic_skb_pkt(*slot)->psn == pkt->psn) {
+			srnic_count(sdev, SRNIC_CNT_RX_DUPLICATE);
+			kfree_skb(skb);
+			return true;
+		}
+		srnic_resp_ooo_free(qp, slot);	/* stale: behind epsn */
+	}
+	if (atomic_inc_return(&sdev->ooo_held) > SRNIC_OOO_MAX_HELD) {
+		atomic_dec(&sdev->ooo_held);
+		return false;
+	}
+	*slot = skb;
+	resp->ooo_count++;
+	srnic_count(sdev, SRNIC_CNT_RX_OOO_KEPT);
+	if (resp->sack_len && resp->sack_len < SRNIC_SR_RUN_MAX &&
+	    pkt->psn == srnic_psn_add(resp->sack_start, resp->sack_len)) {
+		resp->sack_len++;
+		return true;
+	}
+	srnic_resp_flush_sack(qp);
+	resp->sack_start = pkt->psn;
+	resp->sack_len = 1;
+	return true;
+}
+
 /**
- * srnic_resp_flush_ack() - send the ACK owed, if any
+ * srnic_resp_ooo_next() - the kept request at the expected PSN, if any
+ * @qp: the QP, from its task
+ *
+ * Return: the request, to execute now (srnic_resp_rx_request()), or NULL.
+ */
+struct sk_buff *srnic_resp_ooo_next(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+	struct sk_buff **slot;
+	struct sk_buff *skb;
+
+	if (!resp->ooo_count)
+		return NULL;
+	slot = &resp->ooo[resp->epsn & (SRNIC_SR_WINDOW - 1)];
+	skb = *slot;
+	if (!skb)
+		return NULL;
+	if (srnic_skb_pkt(skb)->psn != resp->epsn) {
+		srnic_resp_ooo_free(qp, slot);	/* stale: behind epsn */
+		return NULL;
+	}
+	*slot = NULL;
+	resp->ooo_count--;
+	atomic_dec(&to_srnic_dev(qp->ibqp.device)->ooo_held);
+	if (!resp->ooo_count) {
+		kfree(resp->ooo);
+		resp->ooo = NULL;
+	}
+	return skb;
+}
+
+/**
+ * srnic_resp_ooo_ready() - is the request at the expected PSN kept?
+ * @qp: the QP, from its task
+ */
+bool srnic_resp_ooo_ready(struct srnic_qp *qp)
+{
+	struct srnic_resp *resp = &qp->resp;
+
+	return resp->ooo_count &&
+	       resp->ooo[resp->epsn & (SRNIC_SR_WINDOW - 1)];
+}
+
+/**
+ * srnic_resp_flush_ack() - send the ACK and the selective NAK owed, if any
  * @qp: the QP, from its task
  */
 void srnic_resp_flush_ack(struct srnic_qp *qp)
 {
 	struct srnic_resp *resp = &qp->resp;
 
-	if (!resp->ack_pending)
-		return;
-	resp->ack_pending = false;
-	srnic_resp_send_aeth(qp, srnic_psn_add(resp->epsn, SRNIC_PSN_MASK),
-			     srnic_aeth(SRNIC_AETH_ACK,
-					SRNIC_AETH_CREDITS_UNLIMITED,
-					resp->msn));
+	if (resp->ack_pending) {
+		resp->ack_pending = false;
+		srnic_resp_send_aeth(qp,
+				     srnic_psn_add(resp->epsn, SRNIC_PSN_MASK),
+				     srnic_aeth(SRNIC_AETH_ACK,
+						SRNIC_AETH_CREDITS_UNLIMITED,
+						resp->msn), 0);
+	}
+	srnic_resp_flush_sack(qp);
 }
 
 static void srnic_resp_nak(struct srnic_qp *qp, u32 psn, u8 type, u8 value)
@@ -198,7 +357,7 @@ static void srnic_resp_nak(struct srnic_qp *qp, u32 psn, u8 type, u8 value)
 	srnic_count(sdev, type == SRNIC_AETH_RNR_NAK ? SRNIC_CNT_TX_NAK_RNR :
 		    value == SRNIC_NAK_PSN_SEQUENCE_ERROR ?
 		    SRNIC_CNT_TX_NAK_SEQ : SRNIC_CNT_TX_NAK_OTHER);
-	srnic_resp_send_aeth(qp, psn, srnic_aeth(type, value, qp->resp.msn));
+	srnic_resp_send_aeth(qp, psn, srnic_aeth(type, value, qp->resp.msn), 0);
 	trace_srnic_nak_send(&qp->ibqp, psn, type, value);
 }
 
@@ -1064,6 +1223,8 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 	if (cmp > 0) {
 		srnic_count(to_srnic_dev(qp->ibqp.device),
 			    SRNIC_CNT_RX_OUT_OF_SEQUENCE);
+		if (pkt->sr && srnic_resp_ooo_keep(qp, skb, pkt))
+			return;		/* the requester is srnic's (RC) */
 		if (!resp->nak_seq_sent) {
 			srnic_resp_nak(qp, resp->epsn, SRNIC_AETH_NAK,
 				       SRNIC_NAK_PSN_SEQUENCE_ERROR);
@@ -1244,6 +1405,7 @@ void srnic_resp_reset(struct srnic_qp *qp)
 	resp->reading = false;
 	resp->have_rwqe = false;
 	resp->ack_pending = false;
+	srnic_resp_ooo_purge(qp);
 	resp->nak_seq_sent = false;
 	resp->drop_msg = false;
 	/* A new connection starts with no atomic to replay. */

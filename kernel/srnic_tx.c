@@ -129,6 +129,7 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 	u32 hdr_len = srnic_opcode_hdr_len(flags);
 	u32 pad = (4 - (txd->len & 3)) & 3;
 	u32 dqpn = flags & SRNIC_HDR_DETH ? txd->dqpn : qp->attrs.dest_qp_num;
+	u32 apsn;
 	struct srnic_bth *bth;
 	struct sk_buff *skb;
 	bool attach = false;
@@ -158,8 +159,13 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 		     (txd->solicited ? SRNIC_BTH_FLAGS_SE_MASK : 0);
 	bth->pkey = cpu_to_be16(SRNIC_DEFAULT_PKEY_FULL);
 	bth->dqpn = cpu_to_be32(dqpn & SRNIC_QPN_MASK);
-	bth->apsn = cpu_to_be32((txd->psn & SRNIC_PSN_MASK) |
-				(txd->ack_req ? SRNIC_BTH_APSN_ACKREQ_MASK : 0));
+	apsn = (txd->psn & SRNIC_PSN_MASK) |
+	       (txd->ack_req ? SRNIC_BTH_APSN_ACKREQ_MASK : 0);
+	if (txd->sr)
+		apsn |= SRNIC_BTH_APSN_SR |
+			FIELD_PREP(SRNIC_BTH_APSN_SR_RUN_MASK,
+				   txd->sr_run ? txd->sr_run - 1 : 0);
+	bth->apsn = cpu_to_be32(apsn);
 	p = skb->data + sizeof(*bth);
 	if (flags & SRNIC_HDR_XRCETH) {
 		srnic_xrceth_put((struct srnic_xrceth *)p, txd->xrc_srqn);

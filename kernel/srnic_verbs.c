@@ -423,37 +423,69 @@ static ssize_t srnic_ucontext_show(struct device *device,
 }
 static DEVICE_ATTR_RO(srnic_ucontext);
 
-/* ECN on this device, 0 or 1 (srnic_dev.ecn); off when it is created. */
+/* A device's switch in sysfs, 0 or 1 (srnic_dev.ecn, .selective_repeat). */
+static ssize_t srnic_switch_show(const bool *on, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", READ_ONCE(*on));
+}
+
+static ssize_t srnic_switch_store(bool *on, const char *buf, size_t count)
+{
+	bool value;
+	int err;
+
+	err = kstrtobool(buf, &value);
+	if (err)
+		return err;
+	WRITE_ONCE(*on, value);
+	return count;
+}
+
+static struct srnic_dev *srnic_attr_dev(struct device *device)
+{
+	return rdma_device_to_drv_device(device, struct srnic_dev, ibdev);
+}
+
+/* ECN on this device; off when it is created. */
 static ssize_t ecn_show(struct device *device, struct device_attribute *attr,
 			char *buf)
 {
-	struct srnic_dev *sdev =
-		rdma_device_to_drv_device(device, struct srnic_dev, ibdev);
-
-	return sysfs_emit(buf, "%d\n", READ_ONCE(sdev->ecn));
+	return srnic_switch_show(&srnic_attr_dev(device)->ecn, buf);
 }
 
 static ssize_t ecn_store(struct device *device, struct device_attribute *attr,
 			 const char *buf, size_t count)
 {
-	struct srnic_dev *sdev =
-		rdma_device_to_drv_device(device, struct srnic_dev, ibdev);
-	bool on;
-	int err;
-
-	err = kstrtobool(buf, &on);
-	if (err)
-		return err;
-	WRITE_ONCE(sdev->ecn, on);
-	return count;
+	return srnic_switch_store(&srnic_attr_dev(device)->ecn, buf, count);
 }
 static DEVICE_ATTR_RW(ecn);
+
+/*
+ * Selective repeat on this device; on when it is created. Off, its
+ * requesters and responders are IBTA's go-back-N only.
+ */
+static ssize_t selective_repeat_show(struct device *device,
+				     struct device_attribute *attr, char *buf)
+{
+	return srnic_switch_show(&srnic_attr_dev(device)->selective_repeat,
+				 buf);
+}
+
+static ssize_t selective_repeat_store(struct device *device,
+				      struct device_attribute *attr,
+				      const char *buf, size_t count)
+{
+	return srnic_switch_store(&srnic_attr_dev(device)->selective_repeat,
+				  buf, count);
+}
+static DEVICE_ATTR_RW(selective_repeat);
 
 static struct attribute *srnic_dev_attributes[] = {
 	&dev_attr_srnic_abi_version.attr,
 	&dev_attr_srnic_ucontext.attr,
 	&dev_attr_netdev.attr,
 	&dev_attr_ecn.attr,
+	&dev_attr_selective_repeat.attr,
 	NULL,
 };
 

@@ -237,6 +237,8 @@ enum srnic_parse_error srnic_parse_transport(const u8 *buf, size_t len,
 	apsn = be32_to_cpu(bth->apsn);
 	pkt->solicited = FIELD_GET(SRNIC_BTH_FLAGS_SE_MASK, bth->flags);
 	pkt->ack_req = FIELD_GET(SRNIC_BTH_APSN_ACKREQ_MASK, apsn);
+	pkt->sr = FIELD_GET(SRNIC_BTH_APSN_SR, apsn);
+	pkt->sr_run = FIELD_GET(SRNIC_BTH_APSN_SR_RUN_MASK, apsn) + 1;
 	pkt->pkey = be16_to_cpu(bth->pkey);
 	pkt->dqpn = FIELD_GET(SRNIC_BTH_DQPN_QPN_MASK, dqpn);
 	pkt->psn = FIELD_GET(SRNIC_BTH_APSN_PSN_MASK, apsn);

@@ -40,6 +40,17 @@ struct srnic_bth {
 /* BECN, set in a CNP (RoCEv2 annex); FECN is bit 31, unused by RoCE. */
 #define SRNIC_BTH_DQPN_BECN		BIT(30)
 #define SRNIC_BTH_APSN_ACKREQ_MASK	BIT(31)
+/*
+ * srnic's selective repeat, in two of resv7's bits, which IBTA peers
+ * ignore on receipt (rxe does; the ICRC covers them). On a request:
+ * its requester takes selective NAKs. On a PSN sequence error NAK:
+ * selective, the AETH's MSN field holds the first PSN of a run of
+ * requests the responder kept beyond the expected PSN, and
+ * SRNIC_BTH_APSN_SR_RUN the run's length less one (srnic_resp.c).
+ */
+#define SRNIC_BTH_APSN_SR		BIT(30)
+#define SRNIC_BTH_APSN_SR_RUN_MASK	GENMASK(29, 24)
+#define SRNIC_SR_RUN_MAX		64
 #define SRNIC_BTH_APSN_PSN_MASK		GENMASK(23, 0)
 
 #define SRNIC_PSN_MASK SRNIC_BTH_APSN_PSN_MASK
@@ -219,6 +230,8 @@ u32 srnic_opcode_hdr_len(u32 flags);
  * @pad: pad bytes before the ICRC
  * @solicited: SE bit
  * @ack_req: AckReq bit
+ * @sr: srnic's selective repeat bit (SRNIC_BTH_APSN_SR)
+ * @sr_run: with @sr on a NAK, the run of kept PSNs it reports (1 or more)
  * @pkey: P_Key
  * @dqpn: destination QP
  * @psn: packet sequence number
@@ -239,6 +252,8 @@ struct srnic_pkt {
 	u8 pad;
 	bool solicited;
 	bool ack_req;
+	bool sr;
+	u8 sr_run;
 	u16 pkey;
 	u32 dqpn;
 	u32 psn;

@@ -223,10 +223,13 @@ IDLE_SECONDS = env_int("SRNIC_BENCH_IDLE_SECONDS", 10)
 # ends drop LOSS_PERCENTS of what they send (netem). (requester, responder,
 # tests/topology.py's topology: the server on its end a, the client, the
 # requester of ib_write_bw, on end b); rxe to rxe where rxe has network
-# namespaces (7.1 on).
+# namespaces (7.1 on). srnic to srnic recovers by selective repeat;
+# "srnic-gbn" is the same pair with it off (sysfs selective_repeat 0 at
+# both ends: IBTA's go-back-N), for the comparison.
 LOSS_PERCENTS = (0, 0.1, 1, 5)
 LOSS_SECONDS = env_int("SRNIC_BENCH_LOSS_SECONDS", 8)
 LOSS_PAIRS = (("srnic", "srnic", "veth-two-netns"),
+              ("srnic-gbn", "srnic", "veth-two-netns"),
               ("srnic", "rxe", "rxe-to-srnic"),
               ("rxe", "rxe", "veth-two-netns"))
 LOSS_PORT_BASE = 20700
@@ -717,6 +720,11 @@ class Bench:
                                            else "srnic")
             except BaseException as err:  # pytest.skip is one
                 error = f"{topo_id}: {type(err).__name__}: {err}"
+            if built and req == "srnic-gbn":
+                for end in (built[0].a, built[0].b):
+                    with open(f"/sys/class/infiniband/{end.name}/"
+                              "selective_repeat", "w") as f:
+                        f.write("0\n")
             try:
                 for i, loss in enumerate(LOSS_PERCENTS):
                     e = {"requester": req, "responder": resp,
@@ -1584,7 +1592,7 @@ class Report:
         lossless goodput."""
         if "loss" not in self.raw:
             return
-        for req, resp, _ in LOSS_PAIRS[:2]:
+        for req, resp, _ in LOSS_PAIRS[:3]:
             base = self.value(self.loss(req, resp, 0) or {}, "mbps")
             for loss in LOSS_PERCENTS:
                 s = self.loss(req, resp, loss) or {

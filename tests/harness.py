@@ -182,6 +182,18 @@ def sysfs_read(path):
         return f.read().strip()
 
 
+def device_switch_path(end, switch):
+    """/sys/class/infiniband/DEV/<switch> of an srnic device (ecn,
+    selective_repeat); end is a tests/topology.py End or a device name."""
+    return f"/sys/class/infiniband/{getattr(end, 'name', end)}/{switch}"
+
+
+def set_device_switch(end, switch, value):
+    """Write value to a device's switch (OSError if refused)."""
+    with open(device_switch_path(end, switch), "w") as f:
+        f.write(f"{value}\n")
+
+
 def engine_thread_pids():
     """{name: pid} of srnic's NIC engine threads (srnic/CPU, shared by
     every device)."""
