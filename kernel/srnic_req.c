@@ -1109,6 +1109,7 @@ out:
 static void srnic_req_timeout(struct srnic_qp *qp)
 {
 	struct srnic_req *req = &qp->req;
+	struct srnic_req_wqe *head;
 
 	WRITE_ONCE(req->timed_out, false);
 	if (!srnic_req_outstanding(qp) || req->rnr_waiting)
@@ -1119,10 +1120,13 @@ static void srnic_req_timeout(struct srnic_qp *qp)
 		return;
 	}
 	req->retries_left--;
-	if (req->recovering) {
+	head = srnic_req_wqe_at(qp, srnic_req_head(qp));
+	if (req->recovering &&
+	    !(srnic_wr_is_rd_atomic(head->opcode) && !head->read_done)) {
 		/*
 		 * Selective repeat: what the responder did not report kept,
-		 * up to the last PSN sent, is lost; the rest it has.
+		 * up to the last PSN sent, is lost; the rest it has. (READ
+		 * responses missing at the head go back N.)
 		 */
 		if (srnic_psn_cmp(req->send_psn, req->sack_high) > 0)
 			req->sack_high = req->send_psn;
