@@ -280,7 +280,8 @@ struct srnic_fault {
  * @odp_mrs: ODP MRs of the device; while there is one, user QPs' tasks do
  *	     not run in a context that may not sleep (srnic_odp.c)
  * @odp_gate: serialises the first ODP MR's wait for such runs
- * @ecn: ECN is on (sysfs ``ecn``): connected QPs' packets are sent
+ * @ecn: ECN is on (sysfs ``ecn``, on when the device is created):
+ *	 connected QPs' packets are sent
  *	 ECN-capable, a CE mark on a packet a QP receives is answered with a
  *	 CNP to its peer QP, and CNPs received count as handled (srnic_net.c)
  * @selective_repeat: selective repeat is on (sysfs ``selective_repeat``,
@@ -809,6 +810,15 @@ struct srnic_rate {
  *		  when srnic_req_resend() finds none
  * @resend_all: after a local ACK timeout, every PSN not reported kept up to
  *		@sack_high is lost, however few are kept above it
+ * @resend_partial: PSNs sent again before @resend_stop were lost again
+ *		    (a PSN sent again after them arrived first): the
+ *		    recovery sends them once more, then goes on from
+ *		    @resend_resume
+ * @resend_stop: see @resend_partial
+ * @lost_mark: a PSN sent again from here on that arrives while the
+ *	       responder still misses an older one tells that one's last
+ *	       copy was lost (@resend_partial)
+ * @resend_resume: see @resend_partial
  * @sack_high: the PSN after the highest one reported kept
  * @resend_psn: the next PSN the recovery looks at to send again
  * @resend_round_ns: when a PSN was last sent again
@@ -858,6 +868,10 @@ struct srnic_req {
 	bool resending;
 	bool resend_ready;
 	bool resend_all;
+	bool resend_partial;
+	u32 resend_stop;
+	u32 resend_resume;
+	u32 lost_mark;
 	u32 sack_high;
 	u32 resend_psn;
 	u64 resend_round_ns;

@@ -482,6 +482,7 @@ static void srnic_req_recovery_end(struct srnic_qp *qp)
 		return;
 	req->recovering = false;
 	req->resend_all = false;
+	req->resend_partial = false;
 	bitmap_zero(req->sacked, SRNIC_SR_WINDOW);
 }
 
@@ -509,6 +510,8 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 {
 	struct srnic_req *req = &qp->req;
 	u64 now = ktime_get_ns();
+	u32 lost_below = 0;
+	bool lost_again = false;
 
 	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_NAK_SELECTIVE);
 	if (srnic_psn_cmp(epsn, req->una_psn) < 0)
@@ -518,6 +521,7 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 		req->recovering = true;
 		req->sack_high = req->una_psn;
 		req->resend_psn = req->una_psn;
+		req->lost_mark = req->una_psn;
 		req->resend_round_ns = now;
 		req->cwnd = max_t(u32, req->cwnd / 2, SRNIC_REQ_MIN_WINDOW);
 		req->rtt_sampling = false;	/* Karn's rule */
@@ -531,7 +535,9 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 		 * the local ACK timeout tells).
 		 */
 		req->resend_psn = req->una_psn;
+		req->lost_mark = req->una_psn;
 		req->resend_round_ns = now;
+		req->resend_partial = false;
 	}
 	for (; n; n--, start = srnic_psn_add(start, 1)) {
 		if (srnic_psn_cmp(start, req->una_psn) < 0)
@@ -539,9 +545,38 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 		if (srnic_psn_cmp(start, req->next_psn) >= 0 ||
 		    ((start - req->una_psn) & SRNIC_PSN_MASK) >= SRNIC_SR_WINDOW)
 			break;
-		__set_bit(start & (SRNIC_SR_WINDOW - 1), req->sacked);
+		/*
+		 * A PSN sent again after @epsn's last copy was (from
+		 * lost_mark on, they go in order) arrives first: that copy
+		 * was lost too, as one path keeps packets in order.
+		 */
+		if (!__test_and_set_bit(start & (SRNIC_SR_WINDOW - 1),
+					req->sacked) &&
+		    srnic_psn_cmp(start, epsn) > 0 &&
+		    srnic_psn_cmp(start, req->lost_mark) >= 0 &&
+		    srnic_psn_cmp(start, req->resend_psn) < 0) {
+			lost_again = true;
+			lost_below = start;
+		}
 		if (srnic_psn_cmp(start, req->sack_high) >= 0)
 			req->sack_high = srnic_psn_add(start, 1);
+	}
+	if (lost_again) {
+		/*
+		 * What was sent again before @lost_below and is still missing
+		 * is lost: those go once more, then the round goes on where
+		 * it was.
+		 */
+		if (!req->resend_partial) {
+			req->resend_partial = true;
+			req->resend_resume = req->resend_psn;
+			req->resend_stop = lost_below;
+		} else if (srnic_psn_cmp(lost_below, req->resend_stop) > 0) {
+			req->resend_stop = lost_below;
+		}
+		/* Only what goes after this pass tells of its loss. */
+		req->lost_mark = req->resend_resume;
+		req->resend_psn = req->una_psn;
 	}
 	/* Perhaps a PSN missing below enough kept: srnic_req_resend() looks. */
 	req->resend_ready = true;
@@ -596,7 +631,23 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 		struct srnic_req_wqe *rw = NULL;
 		bool whole;
 
-		if (test_bit(psn & (SRNIC_SR_WINDOW - 1), req->sacked)) {
+		if (req->resend_partial &&
+		    srnic_psn_cmp(psn, req->resend_stop) >= 0) {
+			/* The lost again went: on where the round was. */
+			req->resend_partial = false;
+			if (srnic_psn_cmp(req->resend_resume, psn) > 0)
+				req->resend_psn = req->resend_resume;
+			above = srnic_req_sacked_between(req, req->resend_psn,
+							 req->sack_high);
+			continue;
+		}
+
+		/*
+		 * After a timeout the oldest goes in any case: if only its
+		 * ACK was lost, the duplicate brings another.
+		 */
+		if (test_bit(psn & (SRNIC_SR_WINDOW - 1), req->sacked) &&
+		    !(req->resend_all && psn == req->una_psn)) {
 			req->resend_psn = srnic_psn_add(psn, 1);
 			above--;
 			continue;
@@ -1131,6 +1182,8 @@ static void srnic_req_timeout(struct srnic_qp *qp)
 		if (srnic_psn_cmp(req->send_psn, req->sack_high) > 0)
 			req->sack_high = req->send_psn;
 		req->resend_psn = req->una_psn;
+		req->lost_mark = req->una_psn;
+		req->resend_partial = false;
 		req->resend_all = true;
 		req->resend_ready = true;
 		req->rtt_sampling = false;	/* Karn's rule */

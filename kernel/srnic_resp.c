@@ -204,6 +204,12 @@ static void srnic_resp_flush_sack(struct srnic_qp *qp)
 
 	if (!resp->sack_len)
 		return;
+	/* Executed meanwhile: the ACK of the drain tells (ooo_next()). */
+	if (srnic_psn_cmp(srnic_psn_add(resp->sack_start, resp->sack_len),
+			  resp->epsn) <= 0) {
+		resp->sack_len = 0;
+		return;
+	}
 	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_TX_NAK_SELECTIVE);
 	srnic_resp_send_aeth(qp, resp->epsn,
 			     srnic_aeth(SRNIC_AETH_NAK,
@@ -311,6 +317,11 @@ struct sk_buff *srnic_resp_ooo_next(struct srnic_qp *qp)
 	*slot = NULL;
 	resp->ooo_count--;
 	atomic_dec(&to_srnic_dev(qp->ibqp.device)->ooo_held);
+	/*
+	 * The requester waits for this progress, whether or not the request
+	 * asks for an ACK (one per batch, coalesced as any).
+	 */
+	resp->ack_pending = true;
 	if (!resp->ooo_count) {
 		kfree(resp->ooo);
 		resp->ooo = NULL;

@@ -446,7 +446,7 @@ static struct srnic_dev *srnic_attr_dev(struct device *device)
 	return rdma_device_to_drv_device(device, struct srnic_dev, ibdev);
 }
 
-/* ECN on this device; off when it is created. */
+/* ECN on this device; on when it is created. */
 static ssize_t ecn_show(struct device *device, struct device_attribute *attr,
 			char *buf)
 {

@@ -253,6 +253,9 @@ INCAST_SECONDS = env_int("SRNIC_BENCH_INCAST_SECONDS", 8)
 INCAST_MBIT = env_int("SRNIC_BENCH_INCAST_MBIT", 40)
 INCAST_SIZE = 64 * KiB
 INCAST_DEPTH = 8
+# SRNIC_BENCH_INCAST_SR=0: every device with selective repeat off
+# (go-back-N), for the comparison.
+INCAST_SR = env_int("SRNIC_BENCH_INCAST_SR", 1)
 INCAST_AQM = (("fq_codel", "ecn")
               if os.environ.get("SRNIC_BENCH_INCAST_AQM") == "fq_codel" else
               ("red", "limit", "100000", "min", "12000", "max", "40000",
@@ -865,6 +868,9 @@ class Bench:
         for end in hosts.ends:
             with open(f"/sys/class/infiniband/{end.name}/ecn", "w") as f:
                 f.write(f"{e['ecn']}\n")
+            with open(f"/sys/class/infiniband/{end.name}/selective_repeat",
+                      "w") as f:
+                f.write(f"{INCAST_SR}\n")
             # Frames of one packet each on the wire, as from a NIC: srnic
             # sends no UDP GSO batch (its size follows gso_max_segs), so
             # that the bottleneck queues, marks and drops packets.
@@ -909,6 +915,8 @@ class Bench:
                      "early", "pdrop", "other", "marked", "ecn_mark",
                      "drop_overlimit") if k in aqm},
                  retransmits=delta("retransmits", senders),
+                 selective_retransmits=delta("selective_retransmits",
+                                             senders),
                  timeouts=delta("local_ack_timeouts", senders),
                  naks_sent=delta("tx_nak_psn_sequence", [recv]),
                  receiver_drops={k: delta(k, [recv]) for k in after[recv.name]
@@ -1651,7 +1659,10 @@ class Report:
                 ("queue_mean_kb", "bottleneck queue, mean", "KB", 1),
                 ("queue_max_kb", "bottleneck queue, max", "KB", 1),
                 ("red_drops", "bottleneck drops", "packets", 0),
-                ("retransmits", "senders' retransmissions", "packets", 0)):
+                ("retransmits", "senders' go-back-N resends", "", 0),
+                ("selective_retransmits", "senders' selective resends",
+                 "packets", 0),
+                ("timeouts", "senders' local ACK timeouts", "", 0)):
             off, on = runs.get(0, {}), runs.get(1, {})
             ov, nv = self.value(off, key), self.value(on, key)
             ratio = nv / ov if nv is not None and ov else None

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # srnic-vm-run: --timeout 600
 """ECN and CNPs (issue 23, congestion control): with ECN on (sysfs
-/sys/class/infiniband/DEV/ecn, off by default) a device sends its connected
+/sys/class/infiniband/DEV/ecn, on by default) a device sends its connected
 QPs' packets ECN-capable (ECT(0)), and a QP that receives a packet marked
 Congestion Experienced sends its peer QP a CNP (RoCEv2 opcode 0x81), at
 most one per 50 us; the peer counts it (kernel/srnic_net.c,
@@ -108,12 +108,12 @@ def exchange(wire, a_ecn, b_ecn, size):
     return d[wire.a.name], d[wire.b.name], d
 
 
-def test_ecn_is_off_by_default_and_takes_only_booleans(wire):
+def test_ecn_is_on_by_default_and_takes_only_booleans(wire):
     for end in (wire.a, wire.b):
-        assert harness.sysfs_read(ecn_path(end)) == "0"
+        assert harness.sysfs_read(ecn_path(end)) == "1"
     with pytest.raises(OSError):
         set_ecn(wire.a, "maybe")
-    assert harness.sysfs_read(ecn_path(wire.a)) == "0"
+    assert harness.sysfs_read(ecn_path(wire.a)) == "1"
 
 
 def test_marked_packets_get_cnps(wire):
