@@ -815,6 +815,8 @@ struct srnic_rate {
  *		    recovery sends them once more, then goes on from
  *		    @resend_resume
  * @resend_stop: see @resend_partial
+ * @probe_passes: passes left that may follow a timeout's at once
+ *		  (srnic_req.c, SRNIC_REQ_PROBE_PASSES)
  * @lost_mark: a PSN sent again from here on that arrives while the
  *	       responder still misses an older one tells that one's last
  *	       copy was lost (@resend_partial)
@@ -872,6 +874,7 @@ struct srnic_req {
 	u32 resend_stop;
 	u32 resend_resume;
 	u32 lost_mark;
+	u8 probe_passes;
 	u32 sack_high;
 	u32 resend_psn;
 	u64 resend_round_ns;

@@ -60,6 +60,11 @@
  * (RFC 6675's DupThresh); fewer may be a packet overtaken on the way.
  */
 #define SRNIC_REQ_SACK_THRESHOLD 3
+/*
+ * After a local ACK timeout in an episode, passes that may follow at once
+ * when the responder still misses the oldest PSN (srnic_req_sack()).
+ */
+#define SRNIC_REQ_PROBE_PASSES 4
 /* Ask for an ACK at least this often within a long message. */
 #define SRNIC_REQ_ACK_EVERY 64
 /* Local ACK timeouts shorter than this are rounded up (slow hosts). */
@@ -561,6 +566,20 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 		if (srnic_psn_cmp(start, req->sack_high) >= 0)
 			req->sack_high = srnic_psn_add(start, 1);
 	}
+	if (req->probe_passes && epsn == req->una_psn &&
+	    srnic_psn_cmp(req->resend_psn, req->sack_high) >= 0) {
+		/*
+		 * The pass after a timeout is over, and its probe tells the
+		 * oldest PSN is still missing: its copy was lost, another
+		 * pass goes now rather than after the next, longer timeout.
+		 */
+		req->probe_passes--;
+		req->resend_psn = req->una_psn;
+		req->lost_mark = req->una_psn;
+		req->resend_partial = false;
+		req->resend_all = true;
+		lost_again = false;
+	}
 	if (lost_again) {
 		/*
 		 * What was sent again before @lost_below and is still missing
@@ -620,6 +639,8 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 	u32 index = srnic_req_head(qp);
 	struct srnic_tx_batch batch = {};
 	unsigned int sent = 0;
+	bool probe = req->resend_all &&
+		     srnic_psn_cmp(req->resend_psn, req->una_psn) <= 0;
 	u32 above;
 
 	if (srnic_psn_cmp(req->resend_psn, req->una_psn) < 0)
@@ -646,12 +667,19 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 		 * After a timeout the oldest goes in any case: if only its
 		 * ACK was lost, the duplicate brings another.
 		 */
+		/*
+		 * The first kept after it goes too, as a probe: the responder
+		 * reports its copy, and so whether the oldest is still
+		 * missing.
+		 */
 		if (test_bit(psn & (SRNIC_SR_WINDOW - 1), req->sacked) &&
-		    !(req->resend_all && psn == req->una_psn)) {
+		    !(req->resend_all && (psn == req->una_psn || probe))) {
 			req->resend_psn = srnic_psn_add(psn, 1);
 			above--;
 			continue;
 		}
+		if (req->resend_all && psn != req->una_psn)
+			probe = false;
 		if (above < SRNIC_REQ_SACK_THRESHOLD && !req->resend_all) {
 			req->resend_ready = false;	/* until more are kept */
 			break;		/* perhaps only overtaken */
@@ -831,6 +859,7 @@ static void srnic_req_progress(struct srnic_qp *qp)
 	req->retries_left = qp->attrs.retry_cnt;
 	req->rnr_retries_left = qp->attrs.rnr_retry;
 	req->went_back = false;
+	req->probe_passes = 0;
 	if (srnic_req_outstanding(qp))
 		srnic_req_arm_timer(qp);
 	else
@@ -1186,6 +1215,7 @@ static void srnic_req_timeout(struct srnic_qp *qp)
 		req->resend_partial = false;
 		req->resend_all = true;
 		req->resend_ready = true;
+		req->probe_passes = SRNIC_REQ_PROBE_PASSES;
 		req->rtt_sampling = false;	/* Karn's rule */
 		req->cwnd = max_t(u32, req->cwnd / 2, SRNIC_REQ_MIN_WINDOW);
 	} else {

@@ -254,6 +254,7 @@ static bool srnic_resp_ooo_keep(struct srnic_qp *qp, struct sk_buff *skb,
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	struct srnic_resp *resp = &qp->resp;
 	struct sk_buff **slot;
+	bool copy = false;
 
 	if (qp->ibqp.qp_type != IB_QPT_RC ||
 	    !READ_ONCE(sdev->selective_repeat) ||
@@ -268,19 +269,27 @@ static bool srnic_resp_ooo_keep(struct srnic_qp *qp, struct sk_buff *skb,
 	slot = &resp->ooo[pkt->psn & (SRNIC_SR_WINDOW - 1)];
 	if (*slot) {
 		if (srnic_skb_pkt(*slot)->psn == pkt->psn) {
+			/*
+			 * A copy of one kept, reported again: the requester
+			 * sends one after a timeout to learn that the
+			 * expected PSN is still missing.
+			 */
 			srnic_count(sdev, SRNIC_CNT_RX_DUPLICATE);
 			kfree_skb(skb);
-			return true;
+			copy = true;
+		} else {
+			srnic_resp_ooo_free(qp, slot);	/* stale */
 		}
-		srnic_resp_ooo_free(qp, slot);	/* stale: behind epsn */
 	}
-	if (atomic_inc_return(&sdev->ooo_held) > SRNIC_OOO_MAX_HELD) {
-		atomic_dec(&sdev->ooo_held);
-		return false;
+	if (!copy) {
+		if (atomic_inc_return(&sdev->ooo_held) > SRNIC_OOO_MAX_HELD) {
+			atomic_dec(&sdev->ooo_held);
+			return false;
+		}
+		*slot = skb;
+		resp->ooo_count++;
+		srnic_count(sdev, SRNIC_CNT_RX_OOO_KEPT);
 	}
-	*slot = skb;
-	resp->ooo_count++;
-	srnic_count(sdev, SRNIC_CNT_RX_OOO_KEPT);
 	if (resp->sack_len && resp->sack_len < SRNIC_SR_RUN_MAX &&
 	    pkt->psn == srnic_psn_add(resp->sack_start, resp->sack_len)) {
 		resp->sack_len++;
