@@ -46,6 +46,7 @@ struct sk_buff *srnic_tx_alloc(struct srnic_dev *sdev,
  * @head: the first packet; NULL while the batch is empty
  * @tail: the last packet on @head's frag_list
  * @path: their destination
+ * @sport: their UDP source port
  * @count: packets in the batch
  * @lost_psn: after a batch the IP layer refused, its first packet's PSN:
  *	      that and the packets after it never left
@@ -58,13 +59,14 @@ struct srnic_tx_batch {
 	struct sk_buff *head;
 	struct sk_buff *tail;
 	const struct srnic_path *path;
+	__be16 sport;
 	unsigned int count;
 	u32 lost_psn;
 };
 
 int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
-		  const struct srnic_path *path, u32 transport_hdr_len,
-		  struct srnic_tx_batch *batch);
+		  const struct srnic_path *path, __be16 sport,
+		  u32 transport_hdr_len, struct srnic_tx_batch *batch);
 int srnic_tx_batch_flush(struct srnic_dev *sdev, struct srnic_tx_batch *batch);
 int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb);
 void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb);
@@ -354,6 +356,7 @@ int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
  * @sr: srnic's selective repeat bit (SRNIC_BTH_APSN_SR): on a request, its
  *	requester takes selective NAKs; on a NAK, it is one
  * @sr_run: a selective NAK's run of kept PSNs, 1 to SRNIC_SR_RUN_MAX
+ * @sport: the UDP source port, or 0 for the path's (multipath spraying)
  * @solicited: BTH SE
  * @va: RETH or AtomicETH virtual address
  * @rkey: RETH or AtomicETH R_Key
@@ -381,6 +384,7 @@ struct srnic_txd {
 	bool solicited;
 	bool sr;
 	u8 sr_run;
+	__be16 sport;
 	u64 va;
 	u32 rkey;
 	u32 dma_len;

@@ -53,6 +53,8 @@
  */
 #define SRNIC_SR_WINDOW 512
 #define SRNIC_OOO_MAX_HELD 16384
+/* UDP source ports an RC requester may spray over (sysfs multipath). */
+#define SRNIC_MAX_MULTIPATH 16
 
 /* Shared receive queues (srnic_srq.c): rings of the RQ's format. */
 #define SRNIC_MAX_SRQ BIT(14)

@@ -253,6 +253,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	srnic_dm_init(sdev);
 	sdev->selective_repeat = true;
 	sdev->ecn = true;
+	sdev->multipath = 1;
 	srnic_ah_table_init(sdev);
 	srnic_mcast_init(sdev);
 	srnic_direct_dev_init(sdev);

@@ -449,7 +449,7 @@ static void srnic_rx_congestion(struct srnic_dev *sdev, struct srnic_qp *qp)
 	bth->pkey = cpu_to_be16(SRNIC_DEFAULT_PKEY_FULL);
 	bth->dqpn = cpu_to_be32(SRNIC_BTH_DQPN_BECN |
 				(qp->attrs.dest_qp_num & SRNIC_QPN_MASK));
-	if (srnic_tx_send(sdev, skb, &qp->path, len, NULL))
+	if (srnic_tx_send(sdev, skb, &qp->path, 0, len, NULL))
 		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
 	else
 		srnic_count(sdev, SRNIC_CNT_NP_CNP_SENT);
@@ -751,14 +751,15 @@ static struct dst_entry *srnic_route(struct srnic_dev *sdev,
 	return dst;
 }
 
-static void srnic_push_udp(struct sk_buff *skb, const struct srnic_path *path)
+static void srnic_push_udp(struct sk_buff *skb, const struct srnic_path *path,
+			   __be16 sport)
 {
 	struct udphdr *udph;
 
 	__skb_push(skb, sizeof(*udph));
 	skb_reset_transport_header(skb);
 	udph = udp_hdr(skb);
-	udph->source = path->sport;
+	udph->source = sport;
 	udph->dest = htons(SRNIC_ROCE_V2_UDP_PORT);
 	udph->len = htons(skb->len);
 	udph->check = 0;	/* the ICRC protects the datagram */
@@ -885,7 +886,7 @@ MODULE_PARM_DESC(tx_batch,
  * the egress netdev takes as one GSO skb.
  */
 static bool srnic_tx_batch_fits(const struct srnic_tx_batch *batch,
-				const struct srnic_path *path,
+				const struct srnic_path *path, __be16 sport,
 				unsigned int transport_len)
 {
 	const struct sk_buff *head = batch->head;
@@ -898,7 +899,8 @@ static bool srnic_tx_batch_fits(const struct srnic_tx_batch *batch,
 					 SRNIC_TX_BATCH_MAX_PACKETS,
 					 READ_ONCE(dev->gso_max_segs));
 
-	return path == batch->path && batch->count < max_packets &&
+	return path == batch->path && sport == batch->sport &&
+	       batch->count < max_packets &&
 	       head->len + len < max_len;
 }
 
@@ -993,6 +995,8 @@ static u8 srnic_tx_tclass(struct srnic_dev *sdev,
  * @path: addresses and header fields of the destination; with
  *	  local_ifindex set, the packet goes to that srnic device's receive
  *	  path directly
+ * @sport: UDP source port, or 0 for @path's (a requester spraying its
+ *	   packets over paths, srnic_req.c)
  * @transport_hdr_len: bytes of BTH and extension headers at skb->data
  * @batch: NULL to hand the packet to the IP layer now; else the batch it
  *	   joins, or starts after the batch went (when it does not fit).
@@ -1005,8 +1009,8 @@ static u8 srnic_tx_tclass(struct srnic_dev *sdev,
  * packet is then lost too.
  */
 int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
-		  const struct srnic_path *path, u32 transport_hdr_len,
-		  struct srnic_tx_batch *batch)
+		  const struct srnic_path *path, __be16 sport,
+		  u32 transport_hdr_len, struct srnic_tx_batch *batch)
 {
 	struct net *net = read_pnet(&sdev->net);
 	unsigned int transport_len = skb->len;
@@ -1019,10 +1023,12 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 	u32 crc;
 	int err;
 
+	if (!sport)
+		sport = path->sport;
 	batched = batch && READ_ONCE(tx_batch) && !path->local_ifindex &&
 		  !unlikely(READ_ONCE(sdev->fault.active));
 	if (batched && batch->head &&
-	    srnic_tx_batch_fits(batch, path, transport_len)) {
+	    srnic_tx_batch_fits(batch, path, sport, transport_len)) {
 		join = batch;
 	} else if (batch && batch->head) {
 		err = srnic_tx_batch_flush(sdev, batch);
@@ -1049,7 +1055,7 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 		return -ENOMEM;
 	}
 	tclass = srnic_tx_tclass(sdev, path, skb->data[0]);
-	srnic_push_udp(skb, path);
+	srnic_push_udp(skb, path, sport);
 	if (path->ipv6)
 		srnic_push_ipv6(skb, path, tclass);
 	else
@@ -1075,6 +1081,7 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 	if (batched) {
 		batch->head = skb;
 		batch->path = path;
+		batch->sport = sport;
 		batch->count = 1;
 		return 0;
 	}

@@ -288,6 +288,9 @@ struct srnic_fault {
  *		      on when the device is created): RC requesters offer
  *		      it, and responders keep requests ahead of the expected
  *		      PSN from requesters that offer it (srnic_resp.c)
+ * @multipath: UDP source ports each RC requester spreads its requests
+ *	       over (sysfs ``multipath``, 1 to SRNIC_MAX_MULTIPATH, 1 when
+ *	       the device is created), when its peer does selective repeat
  * @ooo_held: requests kept by the device's responders, at most
  *	      SRNIC_OOO_MAX_HELD
  */
@@ -333,6 +336,7 @@ struct srnic_dev {
 	struct mutex odp_gate;		/* the first ODP MR's wait */
 	bool ecn;
 	bool selective_repeat;
+	u8 multipath;
 	atomic_t ooo_held;
 };
 
@@ -823,6 +827,8 @@ struct srnic_rate {
  * @resend_resume: see @resend_partial
  * @sack_high: the PSN after the highest one reported kept
  * @resend_psn: the next PSN the recovery looks at to send again
+ * @peer_sr: the responder does selective repeat (its ACKs carry the SR
+ *	     bit): the requester may spray its requests over paths
  * @resend_round_ns: when a PSN was last sent again
  * @sacked: the PSNs reported kept, from @una_psn, each at its PSN modulo
  *	    SRNIC_SR_WINDOW; all clear while not @recovering
@@ -868,6 +874,7 @@ struct srnic_req {
 	struct srnic_rate rate;
 	bool recovering;
 	bool resending;
+	bool peer_sr;
 	bool resend_ready;
 	bool resend_all;
 	bool resend_partial;
@@ -935,6 +942,8 @@ enum srnic_resp_msg {
  *	     (max_dest_rd_atomic of the SRNIC_MAX_RD_ATOMIC slots, used in
  *	     turn)
  * @atomic_next: the slot of @atomics the next atomic takes
+ * @sr_peer: the last request came from a requester that offers selective
+ *	     repeat, with it on here: ACKs say so (SRNIC_BTH_APSN_SR)
  * @ooo: selective repeat: the requests kept beyond @epsn, each at its PSN
  *	 modulo SRNIC_SR_WINDOW, or NULL while none is kept
  * @ooo_count: requests @ooo holds
@@ -976,6 +985,7 @@ struct srnic_resp {
 	enum ib_event_type fatal_event;
 	struct srnic_atomic_replay *atomics;
 	u32 atomic_next;
+	bool sr_peer;
 	struct sk_buff **ooo;
 	u32 ooo_count;
 	u32 sack_start;

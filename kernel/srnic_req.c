@@ -65,6 +65,11 @@
  * when the responder still misses the oldest PSN (srnic_req_sack()).
  */
 #define SRNIC_REQ_PROBE_PASSES 4
+/*
+ * Multipath: consecutive PSNs that share a UDP source port (one UDP GSO
+ * batch's worth), so that spraying keeps the batches.
+ */
+#define SRNIC_REQ_SPRAY_CHUNK 16
 /* Ask for an ACK at least this often within a long message. */
 #define SRNIC_REQ_ACK_EVERY 64
 /* Local ACK timeouts shorter than this are rounded up (slow hosts). */
@@ -342,6 +347,21 @@ static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
 }
 
 /*
+ * Multipath (sysfs multipath > 1, the peer doing selective repeat): the
+ * UDP source port of @psn, one of @paths next to the QP's own (in RoCEv2's
+ * 0xc000-0xffff), in turn per SRNIC_REQ_SPRAY_CHUNK PSNs; ECMP hashes
+ * each to its path, and the responder keeps what the faster ones bring
+ * early.
+ */
+static __be16 srnic_req_sport(struct srnic_qp *qp, u32 psn, u8 paths)
+{
+	u16 base = ntohs(qp->path.sport);
+	u16 path = (psn / SRNIC_REQ_SPRAY_CHUNK) % paths;
+
+	return htons(0xc000 | ((base + path) & 0x3fff));
+}
+
+/*
  * Send packets of the WQE at req.send_index from req.send_psn, within
  * @budget and the window. Returns packets sent; moves to the next WQE
  * when this one is all sent.
@@ -355,8 +375,10 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 	/* A PSN sent again selectively was in the window when first sent. */
 	u32 window_end = req->resending ? srnic_psn_add(req->send_psn, 1) :
 			 srnic_psn_add(req->una_psn, req->cwnd);
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	bool sr = qp->ibqp.qp_type == IB_QPT_RC &&
-		  READ_ONCE(to_srnic_dev(qp->ibqp.device)->selective_repeat);
+		  READ_ONCE(sdev->selective_repeat);
+	u8 paths = sr && req->peer_sr ? READ_ONCE(sdev->multipath) : 1;
 	u32 mtu = srnic_qp_mtu(qp);
 	const struct srnic_send_wqe *wqe;
 	enum ib_wc_status status;
@@ -390,6 +412,9 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			.rkey = wqe->rdma.rkey,
 			.sr = sr,
 		};
+
+		if (paths > 1)
+			txd.sport = srnic_req_sport(qp, req->send_psn, paths);
 
 		txd.opcode = srnic_req_opcode(rw, first, last);
 		if (rw->opcode == IB_WR_RDMA_READ) {
@@ -951,6 +976,8 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn,
 	u8 syndrome = FIELD_GET(SRNIC_AETH_SMSN_SYNDROME_MASK, smsn);
 	u8 value = syndrome & SRNIC_AETH_SYNDROME_VALUE_MASK;
 
+	if (sr_run)
+		qp->req.peer_sr = true;		/* srnic's, selective repeat on */
 	switch (FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK, syndrome)) {
 	case SRNIC_AETH_ACK:
 		srnic_req_ack(qp, psn);
@@ -1379,6 +1406,7 @@ void srnic_req_start(struct srnic_qp *qp)
 	req->retries_left = qp->attrs.retry_cnt;
 	req->rnr_retries_left = qp->attrs.rnr_retry;
 	req->went_back = false;
+	req->peer_sr = false;
 	srnic_req_recovery_end(qp);
 	WRITE_ONCE(req->timed_out, false);
 	srnic_rate_start(qp);

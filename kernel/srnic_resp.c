@@ -164,15 +164,22 @@ static u32 srnic_aeth(u8 type, u8 value, u32 msn)
 	       (msn & SRNIC_AETH_SMSN_MSN_MASK);
 }
 
-/* An ACK or NAK; @sr_run, if not 0, makes it a selective NAK's. */
+/*
+ * An ACK or NAK; @sr_run, if not 0, makes it a selective NAK's. An ACK
+ * to a requester that offers selective repeat says this responder does it
+ * too (the requester may then spray, srnic_req.c).
+ */
 static void srnic_resp_send_aeth(struct srnic_qp *qp, u32 psn, u32 aeth,
 				 u8 sr_run)
 {
+	bool ack = FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK,
+			     FIELD_GET(SRNIC_AETH_SMSN_SYNDROME_MASK, aeth)) ==
+		   SRNIC_AETH_ACK;
 	struct srnic_txd txd = {
 		.opcode = srnic_resp_opcode(qp, SRNIC_OP_ACK),
 		.psn = psn,
 		.aeth = aeth,
-		.sr = sr_run,
+		.sr = sr_run || (ack && qp->resp.sr_peer),
 		.sr_run = sr_run,
 	};
 
@@ -1239,6 +1246,8 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 			goto execute;
 		goto out;
 	}
+	resp->sr_peer = pkt->sr && qp->ibqp.qp_type == IB_QPT_RC &&
+			READ_ONCE(to_srnic_dev(qp->ibqp.device)->selective_repeat);
 	cmp = srnic_psn_cmp(pkt->psn, resp->epsn);
 	if (cmp > 0) {
 		srnic_count(to_srnic_dev(qp->ibqp.device),

@@ -234,7 +234,7 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 	}
 
 	err = srnic_tx_send(sdev, skb, txd->path ? txd->path : &qp->path,
-			    hdr_len, batch);
+			    txd->sport, hdr_len, batch);
 	if (err)
 		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
 	return err;

@@ -480,12 +480,42 @@ static ssize_t selective_repeat_store(struct device *device,
 }
 static DEVICE_ATTR_RW(selective_repeat);
 
+/*
+ * UDP source ports (ECMP paths) each RC requester spreads its requests
+ * over, 1 to SRNIC_MAX_MULTIPATH, when its peer does selective repeat
+ * (which takes the reordering); 1 when the device is created.
+ */
+static ssize_t multipath_show(struct device *device,
+			      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n",
+			  READ_ONCE(srnic_attr_dev(device)->multipath));
+}
+
+static ssize_t multipath_store(struct device *device,
+			       struct device_attribute *attr,
+			       const char *buf, size_t count)
+{
+	u8 paths;
+	int err;
+
+	err = kstrtou8(buf, 0, &paths);
+	if (err)
+		return err;
+	if (!paths || paths > SRNIC_MAX_MULTIPATH)
+		return -EINVAL;
+	WRITE_ONCE(srnic_attr_dev(device)->multipath, paths);
+	return count;
+}
+static DEVICE_ATTR_RW(multipath);
+
 static struct attribute *srnic_dev_attributes[] = {
 	&dev_attr_srnic_abi_version.attr,
 	&dev_attr_srnic_ucontext.attr,
 	&dev_attr_netdev.attr,
 	&dev_attr_ecn.attr,
 	&dev_attr_selective_repeat.attr,
+	&dev_attr_multipath.attr,
 	NULL,
 };
 

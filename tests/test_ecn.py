@@ -120,8 +120,11 @@ def test_marked_packets_get_cnps(wire):
     """Both ends ECN on: a's packets are ECT (netem marks them rather than
     dropping them: no retransmission), b counts the marks and answers
     with CNPs, no more than the marks, and a handles every one: its
-    requester cuts its rate for them (at most once per CNP), then paces
-    its packets, and every WRITE still lands whole."""
+    requester cuts its rate for them (at most once per CNP), and every
+    WRITE still lands whole. (Whether the cut rate makes a wait depends on
+    how fast one WRITE at a time went before: the pacing is
+    test_the_sender_slows_down_at_a_marking_bottleneck's; here 0 waits
+    with 11 cuts was seen on trixie.)"""
     a, b, d = exchange(wire, 1, 1, 16 * 1024)
     assert a["retransmits"] == a["selective_retransmits"] == 0, d
     assert b["np_ecn_marked_roce_packets"] > 0, d
@@ -129,7 +132,6 @@ def test_marked_packets_get_cnps(wire):
     assert a["rp_cnp_handled"] == b["np_cnp_sent"], d
     assert a["rp_cnp_ignored"] == 0, d
     assert 0 < a["rp_rate_decreases"] <= a["rp_cnp_handled"], d
-    assert a["rp_rate_waits"] > 0, d
     # b's requester sent nothing to be marked: its rate never changed.
     assert b["rp_rate_decreases"] == b["rp_rate_waits"] == 0, d
 

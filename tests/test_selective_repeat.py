@@ -9,6 +9,12 @@ selective NAKs, and the requester sends again only what is missing
 stay IBTA go-back-N. Counters: rx_out_of_sequence_kept, tx_nak_selective,
 rx_nak_selective, selective_retransmits (and go-back-N's retransmits).
 
+Multipath (item 3): with sysfs multipath N > 1 and a peer that does
+selective repeat (its ACKs carry the bit), a requester spreads its
+requests over N UDP source ports, 16 PSNs each in turn; here the odd
+ports go through a queue 2 ms slower, so the responder sees the packets
+out of order and must keep them; with rxe as the peer, nothing is sprayed.
+
 A stream of distinct 64 KiB RDMA WRITEs, STREAM_DEPTH in flight, goes
 from a to b over a veth whose a end drops LOSS of what it sends (netem;
 ACKs and NAKs are not lost); every byte is compared at the end.
@@ -126,8 +132,9 @@ def stream(topo):
 
 @pytest.mark.parametrize("topo_id", ["srnic-to-rxe", "rxe-to-srnic"])
 def test_with_rxe_it_is_go_back_n(topo_id):
-    """(First in the file: its topologies name their device srnic0, as the
-    module's wire does, which lives from its first test to the end.)
+    """(Before the tests of the module's wire, as the next: these
+    topologies name their device srnic0, as the wire does, which lives
+    from its first test to the end.)
     srnic to rxe: rxe ignores the SR bit and NAKs as IBTA says; rxe to
     srnic: rxe offers nothing, srnic keeps nothing. Every WRITE lands
     whole through the loss on the requester's side."""
@@ -145,6 +152,61 @@ def test_with_rxe_it_is_go_back_n(topo_id):
     else:
         assert b["rx_out_of_sequence"] > 0, b
         assert b["rx_out_of_sequence_kept"] == b["tx_nak_selective"] == 0, b
+
+
+def two_paths(end):
+    """end's packets with an odd UDP source port wait 2 ms more (a slower
+    ECMP path): prio band 2, netem delay, chosen by a u32 filter."""
+    tc = ("tc",)
+    harness.run(*end.cmd(*tc, "qdisc", "add", "dev", end.netdev, "root",
+                         "handle", "1:", "prio", "bands", "2", "priomap",
+                         *["0"] * 16))
+    harness.run(*end.cmd(*tc, "qdisc", "add", "dev", end.netdev, "parent",
+                         "1:2", "handle", "20:", "netem", "delay", "2ms"))
+    harness.run(*end.cmd(*tc, "filter", "add", "dev", end.netdev, "parent",
+                         "1:", "protocol", "ip", "prio", "1", "u32", "match",
+                         "ip", "protocol", "17", "0xff", "match", "ip",
+                         "sport", "1", "0x1", "flowid", "1:2"))
+
+
+def set_multipath(end, paths):
+    harness.set_device_switch(end, "multipath", paths)
+
+
+@pytest.mark.parametrize("topo_id", ["srnic-to-rxe", "veth-two-netns"])
+def test_multipath_sprays_only_to_selective_repeat_peers(topo_id):
+    """a sprays over 4 source ports, two of them slower: between srnic
+    devices b keeps what the fast paths bring early (no loss here), and
+    every WRITE lands whole; to rxe a sends on one port, so rxe sees no
+    sequence error."""
+    topo, veth = topology.build(topo_id, "srnic")
+    try:
+        topology.steer_flows_in_order(topo)
+        two_paths(topo.a)
+        with pytest.raises(OSError):
+            set_multipath(topo.a, 0)
+        with pytest.raises(OSError):
+            set_multipath(topo.a, 17)
+        assert harness.sysfs_read(
+            harness.device_switch_path(topo.a, "multipath")) == "1"
+        set_multipath(topo.a, 4)
+        rxe = topo.b.kind == "rxe"
+        seq_err = (lambda: harness.link_counters(topo.b)["out_of_seq_request"]
+                   if rxe else 0)
+        before = seq_err()
+        a, b, _ = stream(topo)
+        rxe_seq_err = seq_err() - before
+    finally:
+        topology.teardown(topo, veth)
+    print(f"{topo_id}: a {a}, b {b}, rxe sequence errors {rxe_seq_err}")
+    assert a["retransmits"] == 0, (a, b)
+    if rxe:
+        assert rxe_seq_err == 0
+        assert a["rx_nak_selective"] == 0, a
+    else:
+        # Out of order, kept, and never a go-back-N NAK.
+        assert b["rx_out_of_sequence_kept"] > 0, (a, b)
+        assert b["tx_nak_psn_sequence"] == 0, (a, b)
 
 
 def test_selective_repeat_is_on_by_default_and_takes_only_booleans(wire):
@@ -206,3 +268,4 @@ def test_a_responder_with_selective_repeat_off_goes_back_n(wire):
     assert b["rx_out_of_sequence_kept"] == b["tx_nak_selective"] == 0, (a, b)
     assert b["tx_nak_psn_sequence"] > 0, (a, b)
     assert a["selective_retransmits"] == 0 and a["retransmits"] > 0, (a, b)
+
