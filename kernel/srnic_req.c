@@ -653,8 +653,9 @@ static bool srnic_req_resend_pending(struct srnic_qp *qp)
  * Send again, within @budget, the PSNs missing below at least
  * SRNIC_REQ_SACK_THRESHOLD the responder reported kept: one packet each,
  * or a READ's or atomic's request once (its responses recover as
- * go-back-N). Returns packets sent. The resends go in a batch of their own: one the way out refused
- * never left, and the round starts over at the next run.
+ * go-back-N). Returns packets sent. The resends go in a batch of their
+ * own: one the way out refused never left, and the round starts over at
+ * the next run.
  */
 static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 {
@@ -689,13 +690,10 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 		}
 
 		/*
-		 * After a timeout the oldest goes in any case: if only its
-		 * ACK was lost, the duplicate brings another.
-		 */
-		/*
-		 * The first kept after it goes too, as a probe: the responder
-		 * reports its copy, and so whether the oldest is still
-		 * missing.
+		 * After a timeout the oldest goes in any case (if only its
+		 * ACK was lost, the duplicate brings another), and the PSN
+		 * after it as a probe: the responder reports a copy of one it
+		 * keeps, and so whether the oldest is still missing.
 		 */
 		if (test_bit(psn & (SRNIC_SR_WINDOW - 1), req->sacked) &&
 		    !(req->resend_all && (psn == req->una_psn || probe))) {
