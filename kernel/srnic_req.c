@@ -667,7 +667,16 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 	unsigned int sent = 0;
 	bool probe = req->resend_all &&
 		     srnic_psn_cmp(req->resend_psn, req->una_psn) <= 0;
+	u32 threshold = SRNIC_REQ_SACK_THRESHOLD;
+	u8 paths = READ_ONCE(sdev->multipath);
 	u32 above;
+
+	/*
+	 * Sprayed, a chunk on a slower path is overtaken by the other
+	 * paths' chunks of its turn: that much is reordering, not loss.
+	 */
+	if (req->peer_sr && paths > 1)
+		threshold += (paths - 1) * SRNIC_REQ_SPRAY_CHUNK;
 
 	if (srnic_psn_cmp(req->resend_psn, req->una_psn) < 0)
 		req->resend_psn = req->una_psn;
@@ -703,7 +712,7 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 		}
 		if (req->resend_all && psn != req->una_psn)
 			probe = false;
-		if (above < SRNIC_REQ_SACK_THRESHOLD && !req->resend_all) {
+		if (above < threshold && !req->resend_all) {
 			req->resend_ready = false;	/* until more are kept */
 			break;		/* perhaps only overtaken */
 		}
