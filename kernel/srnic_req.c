@@ -30,10 +30,11 @@
  * offers it, srnic_resp.c keeps what arrives beyond a loss and reports it
  * in selective NAKs): the requester notes the PSNs reported kept
  * (req.sacked) and sends again only the ones missing below the highest
- * (srnic_req_resend()), once per round trip, beside new packets; the
- * window halves once per loss episode. A timeout, an RNR NAK or a gap in
- * READ responses still goes back N, and an IBTA responder's NAKs are
- * always go-back-N.
+ * (srnic_req_resend()), beside new packets, and again when a later resend
+ * shows them lost again; the window halves once per loss episode. A
+ * timeout in an episode sends again what was not reported kept; an RNR
+ * NAK, a gap in READ responses and any other timeout still go back N, and
+ * an IBTA responder's NAKs are always go-back-N.
  *
  * A UC QP (srnic_qp_acked() false) sends the same packets with UC opcodes
  * and without AckReq, and expects no answer: each packet handed off counts
@@ -516,6 +517,20 @@ static void srnic_req_recovery_end(struct srnic_qp *qp)
 	bitmap_zero(req->sacked, SRNIC_SR_WINDOW);
 }
 
+/*
+ * A pass over the PSNs missing from the oldest unacknowledged one on;
+ * @all: every one not reported kept, however few are kept above it
+ * (after a timeout).
+ */
+static void srnic_req_pass_from_una(struct srnic_req *req, bool all)
+{
+	req->resend_psn = req->una_psn;
+	req->lost_mark = req->una_psn;
+	req->resend_partial = false;
+	if (all)
+		req->resend_all = true;
+}
+
 /* The oldest unacknowledged PSN moves from @old to @una. */
 static void srnic_req_recovery_acked(struct srnic_qp *qp, u32 old, u32 una)
 {
@@ -550,8 +565,7 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 		/* A loss episode: the window halves once for it. */
 		req->recovering = true;
 		req->sack_high = req->una_psn;
-		req->resend_psn = req->una_psn;
-		req->lost_mark = req->una_psn;
+		srnic_req_pass_from_una(req, false);
 		req->resend_round_ns = now;
 		req->cwnd = max_t(u32, req->cwnd / 2, SRNIC_REQ_MIN_WINDOW);
 		req->rtt_sampling = false;	/* Karn's rule */
@@ -564,10 +578,8 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 		 * @epsn: it was lost again (without a round-trip time yet,
 		 * the local ACK timeout tells).
 		 */
-		req->resend_psn = req->una_psn;
-		req->lost_mark = req->una_psn;
+		srnic_req_pass_from_una(req, false);
 		req->resend_round_ns = now;
-		req->resend_partial = false;
 	}
 	for (; n; n--, start = srnic_psn_add(start, 1)) {
 		if (srnic_psn_cmp(start, req->una_psn) < 0)
@@ -599,10 +611,7 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 		 * pass goes now rather than after the next, longer timeout.
 		 */
 		req->probe_passes--;
-		req->resend_psn = req->una_psn;
-		req->lost_mark = req->una_psn;
-		req->resend_partial = false;
-		req->resend_all = true;
+		srnic_req_pass_from_una(req, true);
 		lost_again = false;
 	}
 	if (lost_again) {
@@ -1244,10 +1253,7 @@ static void srnic_req_timeout(struct srnic_qp *qp)
 		 */
 		if (srnic_psn_cmp(req->send_psn, req->sack_high) > 0)
 			req->sack_high = req->send_psn;
-		req->resend_psn = req->una_psn;
-		req->lost_mark = req->una_psn;
-		req->resend_partial = false;
-		req->resend_all = true;
+		srnic_req_pass_from_una(req, true);
 		req->resend_ready = true;
 		req->probe_passes = SRNIC_REQ_PROBE_PASSES;
 		req->rtt_sampling = false;	/* Karn's rule */

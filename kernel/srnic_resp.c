@@ -225,13 +225,22 @@ static void srnic_resp_flush_sack(struct srnic_qp *qp)
 	resp->sack_len = 0;
 }
 
-/* Drop one kept request. */
-static void srnic_resp_ooo_free(struct srnic_qp *qp, struct sk_buff **slot)
+/* Take a kept request out of its slot. */
+static struct sk_buff *srnic_resp_ooo_take(struct srnic_qp *qp,
+					   struct sk_buff **slot)
 {
-	kfree_skb(*slot);
+	struct sk_buff *skb = *slot;
+
 	*slot = NULL;
 	qp->resp.ooo_count--;
 	atomic_dec(&to_srnic_dev(qp->ibqp.device)->ooo_held);
+	return skb;
+}
+
+/* Drop one kept request. */
+static void srnic_resp_ooo_free(struct srnic_qp *qp, struct sk_buff **slot)
+{
+	kfree_skb(srnic_resp_ooo_take(qp, slot));
 }
 
 /* Drop every kept request (the QP resets, or goes to error). */
@@ -251,9 +260,10 @@ static void srnic_resp_ooo_purge(struct srnic_qp *qp)
 }
 
 /*
- * Keep @skb, a request beyond epsn with the SR bit, for when epsn comes.
- * Returns false if it cannot be kept (go-back-N then); true if it was
- * kept, or dropped as a copy of one kept.
+ * Keep @skb, a request beyond epsn from a requester that offers selective
+ * repeat (resp.sr_peer), for when epsn comes. Returns false if it cannot
+ * be kept (go-back-N then); true if it was kept, or dropped as a copy of
+ * one kept.
  */
 static bool srnic_resp_ooo_keep(struct srnic_qp *qp, struct sk_buff *skb,
 				const struct srnic_pkt *pkt)
@@ -263,9 +273,7 @@ static bool srnic_resp_ooo_keep(struct srnic_qp *qp, struct sk_buff *skb,
 	struct sk_buff **slot;
 	bool copy = false;
 
-	if (qp->ibqp.qp_type != IB_QPT_RC ||
-	    !READ_ONCE(sdev->selective_repeat) ||
-	    ((pkt->psn - resp->epsn) & SRNIC_PSN_MASK) >= SRNIC_SR_WINDOW)
+	if (((pkt->psn - resp->epsn) & SRNIC_PSN_MASK) >= SRNIC_SR_WINDOW)
 		return false;
 	if (!resp->ooo) {
 		resp->ooo = kcalloc(SRNIC_SR_WINDOW, sizeof(*resp->ooo),
@@ -330,9 +338,7 @@ struct sk_buff *srnic_resp_ooo_next(struct srnic_qp *qp)
 		srnic_resp_ooo_free(qp, slot);	/* stale: behind epsn */
 		return NULL;
 	}
-	*slot = NULL;
-	resp->ooo_count--;
-	atomic_dec(&to_srnic_dev(qp->ibqp.device)->ooo_held);
+	srnic_resp_ooo_take(qp, slot);
 	/*
 	 * The requester waits for this progress, whether or not the request
 	 * asks for an ACK (one per batch, coalesced as any).
@@ -1252,7 +1258,7 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 	if (cmp > 0) {
 		srnic_count(to_srnic_dev(qp->ibqp.device),
 			    SRNIC_CNT_RX_OUT_OF_SEQUENCE);
-		if (pkt->sr && srnic_resp_ooo_keep(qp, skb, pkt))
+		if (resp->sr_peer && srnic_resp_ooo_keep(qp, skb, pkt))
 			return;		/* the requester is srnic's (RC) */
 		if (!resp->nak_seq_sent) {
 			srnic_resp_nak(qp, resp->epsn, SRNIC_AETH_NAK,

@@ -724,10 +724,10 @@ class Bench:
             except BaseException as err:  # pytest.skip is one
                 error = f"{topo_id}: {type(err).__name__}: {err}"
             if built and req == "srnic-gbn":
+                import harness
+
                 for end in (built[0].a, built[0].b):
-                    with open(f"/sys/class/infiniband/{end.name}/"
-                              "selective_repeat", "w") as f:
-                        f.write("0\n")
+                    harness.set_device_switch(end, "selective_repeat", 0)
             try:
                 for i, loss in enumerate(LOSS_PERCENTS):
                     e = {"requester": req, "responder": resp,
@@ -871,11 +871,8 @@ class Bench:
         recv, senders = hosts.ends[0], hosts.ends[1:]
         dev = hosts.bridge_port(1)
         for end in hosts.ends:
-            with open(f"/sys/class/infiniband/{end.name}/ecn", "w") as f:
-                f.write(f"{e['ecn']}\n")
-            with open(f"/sys/class/infiniband/{end.name}/selective_repeat",
-                      "w") as f:
-                f.write(f"{INCAST_SR}\n")
+            harness.set_device_switch(end, "ecn", e["ecn"])
+            harness.set_device_switch(end, "selective_repeat", INCAST_SR)
             # Frames of one packet each on the wire, as from a NIC: srnic
             # sends no UDP GSO batch (its size follows gso_max_segs), so
             # that the bottleneck queues, marks and drops packets.

@@ -29,7 +29,6 @@ def np_counters(end):
 def test_cnps_to_rxe():
     topo, veth = topology.build("rxe-to-srnic", "srnic")
     rxe, srnic = topo.a, topo.b
-    ecn = f"/sys/class/infiniband/{srnic.name}/ecn"
     try:
         # Everything rxe sends to UDP 4791 leaves marked CE.
         harness.run("tc", "qdisc", "add", "dev", rxe.netdev, "clsact")
@@ -38,8 +37,7 @@ def test_cnps_to_rxe():
                     "dst_port", "4791", "action", "pedit", "ex", "munge",
                     "ip", "dsfield", "set", "3", "retain", "3", "pipe",
                     "action", "csum", "ip")
-        with open(ecn, "w") as f:
-            f.write("1\n")
+        harness.set_device_switch(srnic, "ecn", 1)
         marked0, sent0 = np_counters(srnic)
         pair = RCPair(topology.Topology("rxe-writes-srnic", rxe, srnic))
         try:
@@ -60,8 +58,7 @@ def test_cnps_to_rxe():
         assert marked - marked0 >= 20, (marked0, marked)
         assert sent - sent0 > 0, (sent0, sent)
     finally:
-        with open(ecn, "w") as f:
-            f.write("0\n")
+        harness.set_device_switch(srnic, "ecn", 0)
         harness.run("tc", "qdisc", "del", "dev", rxe.netdev, "clsact",
                     check=False)
         topology.teardown(topo, veth)
