@@ -810,6 +810,12 @@ struct srnic_rate {
  *		responder kept beyond a loss; until @una_psn passes
  *		@sack_high, the PSNs missing below it are sent again
  * @resending: srnic_req_send_wqe() sends one of them, beyond the window
+ * @probing: a local ACK timeout with nothing reported kept, to a responder
+ *	     that does selective repeat: only the oldest unacknowledged PSN
+ *	     goes (asking for an ACK) until the responder answers, then
+ *	     the requester goes back N from what that answer acknowledges
+ *	     (a responder ACKs only every so often: what was sent after
+ *	     the last ACK may have arrived)
  * @resend_ready: a PSN may be missing below enough reported kept; cleared
  *		  when srnic_req_resend() finds none
  * @resend_all: after a local ACK timeout, every PSN not reported kept up to
@@ -829,7 +835,11 @@ struct srnic_rate {
  * @resend_psn: the next PSN the recovery looks at to send again
  * @peer_sr: the responder does selective repeat (its ACKs carry the SR
  *	     bit): the requester may spray its requests over paths
- * @resend_round_ns: when a PSN was last sent again
+ * @resent: a PSN went again in this loss episode
+ * @resend_fence: the next new PSN when the last one went again: a PSN
+ *		  from here on reported kept (on the same path) was sent
+ *		  after every copy sent again so far, and proves those still
+ *		  missing lost (@resend_partial)
  * @sacked: the PSNs reported kept, from @una_psn, each at its PSN modulo
  *	    SRNIC_SR_WINDOW; all clear while not @recovering
  */
@@ -874,17 +884,19 @@ struct srnic_req {
 	struct srnic_rate rate;
 	bool recovering;
 	bool resending;
+	bool probing;
 	bool peer_sr;
 	bool resend_ready;
 	bool resend_all;
 	bool resend_partial;
+	bool resent;
 	u32 resend_stop;
 	u32 resend_resume;
 	u32 lost_mark;
 	u8 probe_passes;
 	u32 sack_high;
 	u32 resend_psn;
-	u64 resend_round_ns;
+	u32 resend_fence;
 	DECLARE_BITMAP(sacked, SRNIC_SR_WINDOW);
 };
 

@@ -30,11 +30,14 @@
  * offers it, srnic_resp.c keeps what arrives beyond a loss and reports it
  * in selective NAKs): the requester notes the PSNs reported kept
  * (req.sacked) and sends again only the ones missing below the highest
- * (srnic_req_resend()), beside new packets, and again when a later resend
- * shows them lost again; the window halves once per loss episode. A
- * timeout in an episode sends again what was not reported kept; an RNR
- * NAK, a gap in READ responses and any other timeout still go back N, and
- * an IBTA responder's NAKs are always go-back-N.
+ * (srnic_req_resend()), beside new packets, and again when a packet sent
+ * after them arrives first (a later resend, or a new packet); the window
+ * halves once per loss episode. A timeout in an episode sends again what
+ * was not reported kept; any other timeout to such a responder sends the
+ * oldest packet alone first and goes back N from what its answer
+ * acknowledges (req.probing). An RNR NAK, a gap in READ responses and a
+ * timeout at an unanswered READ or atomic still go back N, and an IBTA
+ * responder's NAKs and timeouts are always go-back-N.
  *
  * A UC QP (srnic_qp_acked() false) sends the same packets with UC opcodes
  * and without AckReq, and expects no answer: each packet handed off counts
@@ -375,7 +378,8 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 	struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, req->send_index);
 	/* A PSN sent again selectively was in the window when first sent. */
 	u32 window_end = req->resending ? srnic_psn_add(req->send_psn, 1) :
-			 srnic_psn_add(req->una_psn, req->cwnd);
+			 srnic_psn_add(req->una_psn,
+				       req->probing ? 1 : req->cwnd);
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	bool sr = qp->ibqp.qp_type == IB_QPT_RC &&
 		  READ_ONCE(sdev->selective_repeat);
@@ -455,7 +459,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.ack_req = last || !((n + 1) % SRNIC_REQ_ACK_EVERY) ||
 				      inflight >= req->cwnd ||
 				      inflight == req->cwnd / 2 || req->rate.mbps ||
-				      req->resending;
+				      req->resending || req->probing;
 			txd.solicited = last && (wqe->flags & SRNIC_WQE_SOLICITED);
 		}
 		if (!srnic_qp_acked(qp)) {
@@ -553,55 +557,63 @@ static void srnic_req_recovery_acked(struct srnic_qp *qp, u32 old, u32 una)
  */
 static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 {
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	struct srnic_req *req = &qp->req;
-	u64 now = ktime_get_ns();
+	u8 paths = req->peer_sr ? READ_ONCE(sdev->multipath) : 1;
+	u32 sent_to = req->resend_psn;
 	u32 lost_below = 0;
 	bool lost_again = false;
 
-	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_NAK_SELECTIVE);
+	srnic_count(sdev, SRNIC_CNT_RX_NAK_SELECTIVE);
 	if (srnic_psn_cmp(epsn, req->una_psn) < 0)
 		return;		/* an old one, overtaken */
 	if (!req->recovering) {
 		/* A loss episode: the window halves once for it. */
 		req->recovering = true;
+		req->resent = false;
 		req->sack_high = req->una_psn;
 		srnic_req_pass_from_una(req, false);
-		req->resend_round_ns = now;
 		req->cwnd = max_t(u32, req->cwnd / 2, SRNIC_REQ_MIN_WINDOW);
 		req->rtt_sampling = false;	/* Karn's rule */
-	} else if (srnic_psn_cmp(req->resend_psn, req->sack_high) >= 0 &&
-		   req->srtt_ns && now - req->resend_round_ns >
-				    req->srtt_ns + 4 * req->rttvar_ns) {
-		/*
-		 * Everything missing went again, the last a retransmission
-		 * timeout (as TCP's) ago, and still the responder misses
-		 * @epsn: it was lost again (without a round-trip time yet,
-		 * the local ACK timeout tells).
-		 */
-		srnic_req_pass_from_una(req, false);
-		req->resend_round_ns = now;
 	}
+	/* The highest PSN the round has sent again so far. */
+	if (req->resend_partial &&
+	    srnic_psn_cmp(req->resend_resume, sent_to) > 0)
+		sent_to = req->resend_resume;
 	for (; n; n--, start = srnic_psn_add(start, 1)) {
 		if (srnic_psn_cmp(start, req->una_psn) < 0)
 			continue;
 		if (srnic_psn_cmp(start, req->next_psn) >= 0 ||
 		    ((start - req->una_psn) & SRNIC_PSN_MASK) >= SRNIC_SR_WINDOW)
 			break;
+		if (srnic_psn_cmp(start, req->sack_high) >= 0)
+			req->sack_high = srnic_psn_add(start, 1);
+		if (__test_and_set_bit(start & (SRNIC_SR_WINDOW - 1),
+				       req->sacked) ||
+		    srnic_psn_cmp(start, epsn) <= 0)
+			continue;
 		/*
-		 * A PSN sent again after @epsn's last copy was (from
-		 * lost_mark on, they go in order) arrives first: that copy
-		 * was lost too, as one path keeps packets in order.
+		 * One path keeps packets in order: a PSN sent after @epsn's
+		 * last copy arrives first, so that copy was lost. Either one
+		 * sent again after it (from lost_mark on, they go in order),
+		 * or a new one sent after the last copy sent again (from
+		 * resend_fence on; with several paths only one of @epsn's,
+		 * and it proves only @epsn lost). A time limit would also
+		 * take copies queued behind the window for lost.
 		 */
-		if (!__test_and_set_bit(start & (SRNIC_SR_WINDOW - 1),
-					req->sacked) &&
-		    srnic_psn_cmp(start, epsn) > 0 &&
-		    srnic_psn_cmp(start, req->lost_mark) >= 0 &&
+		if (srnic_psn_cmp(start, req->lost_mark) >= 0 &&
 		    srnic_psn_cmp(start, req->resend_psn) < 0) {
 			lost_again = true;
 			lost_below = start;
+		} else if (req->resent &&
+			   srnic_psn_cmp(start, req->resend_fence) >= 0 &&
+			   srnic_psn_cmp(sent_to, epsn) > 0 &&
+			   (paths == 1 || srnic_req_sport(qp, start, paths) ==
+					  srnic_req_sport(qp, epsn, paths))) {
+			lost_again = true;
+			lost_below = paths == 1 ? sent_to :
+				     srnic_psn_add(epsn, 1);
 		}
-		if (srnic_psn_cmp(start, req->sack_high) >= 0)
-			req->sack_high = srnic_psn_add(start, 1);
 	}
 	if (req->probe_passes && epsn == req->una_psn &&
 	    srnic_psn_cmp(req->resend_psn, req->sack_high) >= 0) {
@@ -630,6 +642,7 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 		/* Only what goes after this pass tells of its loss. */
 		req->lost_mark = req->resend_resume;
 		req->resend_psn = req->una_psn;
+		req->resent = false;
 	}
 	/* Perhaps a PSN missing below enough kept: srnic_req_resend() looks. */
 	req->resend_ready = true;
@@ -747,7 +760,8 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 			break;
 		}
 		sent++;
-		req->resend_round_ns = ktime_get_ns();
+		req->resent = true;
+		req->resend_fence = save_psn;
 		srnic_count(sdev, SRNIC_CNT_SELECTIVE_RETRANSMITS);
 	}
 	req->resending = false;
@@ -952,6 +966,12 @@ static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
 		req->una_psn = srnic_psn_add(psn, 1);
 		srnic_req_rtt_end(qp, psn);
 		progress = true;
+		if (req->probing) {
+			/* The probe's answer: what arrived is not sent again. */
+			req->probing = false;
+			if (srnic_psn_cmp(req->send_psn, req->una_psn) < 0)
+				srnic_req_rewind(qp, req->una_psn);
+		}
 	}
 	if (progress)
 		srnic_req_progress(qp);
@@ -994,6 +1014,8 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn,
 
 	if (sr_run)
 		qp->req.peer_sr = true;		/* srnic's, selective repeat on */
+	if (FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK, syndrome) != SRNIC_AETH_ACK)
+		qp->req.probing = false;	/* answered: the NAK decides */
 	switch (FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK, syndrome)) {
 	case SRNIC_AETH_ACK:
 		srnic_req_ack(qp, psn);
@@ -1260,6 +1282,9 @@ static void srnic_req_timeout(struct srnic_qp *qp)
 		req->cwnd = max_t(u32, req->cwnd / 2, SRNIC_REQ_MIN_WINDOW);
 	} else {
 		srnic_req_lost(qp, req->una_psn);
+		/* The responder's answer to the oldest tells what arrived. */
+		req->probing = req->peer_sr &&
+			       !srnic_wr_is_rd_atomic(head->opcode);
 	}
 	srnic_req_arm_timer(qp);
 }
@@ -1419,6 +1444,7 @@ void srnic_req_start(struct srnic_qp *qp)
 	req->retries_left = qp->attrs.retry_cnt;
 	req->rnr_retries_left = qp->attrs.rnr_retry;
 	req->went_back = false;
+	req->probing = false;
 	req->peer_sr = false;
 	srnic_req_recovery_end(qp);
 	WRITE_ONCE(req->timed_out, false);

@@ -32,6 +32,7 @@ pytestmark = [
 ]
 
 LOSS = "3%"
+TAIL_LOSS = "10%"
 STREAM_WRITES = 120
 STREAM_DEPTH = 8
 STREAM_SIZE = 64 * 1024
@@ -68,6 +69,11 @@ def lossy(topo, end):
                          "netem", "loss", LOSS))
 
 
+def set_loss(end, loss):
+    harness.run(*end.cmd("tc", "qdisc", "change", "dev", end.netdev, "root",
+                         "netem", "loss", loss))
+
+
 @pytest.fixture(scope="module")
 def wire():
     topo, veth = topology.build("veth-two-netns", "srnic")
@@ -85,13 +91,13 @@ def wire():
         topology.teardown(topo, veth)
 
 
-def stream(topo):
+def stream(topo, depth=STREAM_DEPTH):
     """STREAM_WRITES distinct WRITEs of STREAM_SIZE from a to b,
-    STREAM_DEPTH in flight, each to its own place in b's MR; every one
+    depth in flight, each to its own place in b's MR; every one
     completes successfully and every byte lands. Returns (a's, b's)
     counter deltas and the data packets the stream needs without loss."""
     before = {end.name: counters(end) for end in (topo.a, topo.b)}
-    pair = RCPair(topo, max_send_wr=STREAM_DEPTH)
+    pair = RCPair(topo, max_send_wr=depth)
     try:
         pair.connect()
         total = STREAM_WRITES * STREAM_SIZE
@@ -108,7 +114,7 @@ def stream(topo):
                 remote=(dst, n * STREAM_SIZE)))
 
         posted = 0
-        while posted < STREAM_DEPTH:
+        while posted < depth:
             post(posted)
             posted += 1
         for n in range(STREAM_WRITES):
@@ -254,6 +260,25 @@ def test_only_lost_packets_are_sent_again(wire):
     # Go-back-N sent again what b had received and dropped as out of
     # sequence, which selective repeat kept: more extra packets.
     assert 0 < extra_sr < extra_gbn, (extra_sr, extra_gbn)
+
+
+def test_a_timeout_asks_what_arrived_before_going_back(wire):
+    """One WRITE at a time: a loss near a WRITE's end leaves nothing after
+    it to be kept and reported, only the local ACK timeout tells, and b
+    has received, unacknowledged, what came before the loss (a responder
+    ACKs every 64 packets and at a message's end). a then sends the oldest
+    unacknowledged packet alone, and goes back N only from what b's answer
+    acknowledges: b sees a few packets again per timeout (that one, and in
+    a loss episode the probe after it), where going back from the oldest
+    sends again up to 64. (With more loss, for a dozen timeouts.)"""
+    set_loss(wire.a, TAIL_LOSS)
+    try:
+        a, b, _ = stream(wire, depth=1)
+    finally:
+        set_loss(wire.a, LOSS)
+    print(f"one at a time: a {a}, b {b}")
+    assert a["local_ack_timeouts"] > 0, (a, b)
+    assert b["rx_duplicate_requests"] <= 3 * a["local_ack_timeouts"], (a, b)
 
 
 def test_a_responder_with_selective_repeat_off_goes_back_n(wire):
