@@ -14,6 +14,8 @@ packages=(
 	clang libclang-rt-dev
 	# the kernel ULPs' suites (tests/test_nvme_rdma.py, test_nfs_rdma.py, test_iser.py)
 	nvme-cli fio nfs-kernel-server python3-rtslib-fb open-iscsi
+	# an MPI job across two VMs over srnic (tests/test_mpi_two_kernels.py)
+	openmpi-bin libopenmpi-dev libucx0 ucx-utils
 	# make bench: the two kernels' wire measured by itself (scripts/bench.py)
 	qperf
 	# platform roots (scripts/platform-root.sh) and packages (make deb)

@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --peer --timeout 600
+"""An MPI job across two kernels over srnic (issue 23, item 5): this VM and
+the peer VM (tests/peer.py), each with one srnic device on the wire
+between them, run Debian's Open MPI with its UCX PML over UCX's verbs
+transports (rc_verbs for the messages, ud_verbs for UCX's connection
+setup): a ping-pong of 1 byte to 1 MiB with every byte checked, and
+allreduces with their sums checked (tests/mpi/pingpong_allreduce.c).
+mpirun runs here; Open MPI starts its daemon on the peer through
+tests/mpi/rsh_agent. Both devices' packet counters must grow by what the
+job moved: the data went over RDMA, not over Open MPI's TCP.
+
+Settings a user needs too (README.md, "Using it on a real host"):
+- --bind-to none: Open MPI binds each rank to one core, where a rank that
+  spins on its CQ competes with the kernel's work for it (two ranks in
+  one VM, both on core 0: 8 ms per round trip).
+- UCX_UD_VERBS_ETH_DGID_CHECK=n: UCX 1.13's ud_verbs checks a RoCE
+  datagram's GRH destination against its own GID and drops srnic's and
+  rxe's alike (its endpoint times out after 30 s without it).
+"""
+import shutil
+from pathlib import Path
+
+import pytest
+
+import harness
+import peer as peer_vm
+
+pytestmark = pytest.mark.timeout(600)
+
+HERE = Path(__file__).resolve().parent
+SOURCE = HERE / "mpi" / "pingpong_allreduce.c"
+AGENT = HERE / "mpi" / "rsh_agent"
+PROGRAM = "/tmp/srnic-mpi-pingpong-allreduce"
+
+
+@pytest.fixture(scope="module")
+def devices(peer):
+    """srnic0 here and srnic0 on the peer, on the wire; the program built
+    on both (each VM's /tmp is its own)."""
+    assert shutil.which("mpicc") and shutil.which("mpirun"), \
+        "Open MPI is missing: scripts/setup-deps.sh installs it"
+    local = peer_vm.make_device("srnic", peer_vm.LOCAL_ADDR)
+    remote = peer.python(
+        "import peer; print(peer.make_device("
+        f"'srnic', {peer_vm.PEER_ADDR!r}))", timeout=180).stdout.strip()
+    build = ("mpicc", "-O2", "-o", PROGRAM, str(SOURCE))
+    harness.run(*build, timeout=120)
+    peer.run(*build, timeout=120)
+    yield local, remote
+    for name in harness.rdma_links():
+        harness.run("rdma", "link", "delete", name, check=False, timeout=120)
+
+
+def packets(peer, local, remote):
+    """(this VM's, the peer's) srnic tx_packets + rx_packets."""
+    def total(c):
+        return c["tx_packets"] + c["rx_packets"]
+    here = total(harness.link_counters(local))
+    there = total(harness.link_counters(
+        peer_vm.RemoteEnd(remote, "srnic", "", "")))
+    return here, there
+
+
+def test_mpi_pingpong_and_allreduce_between_two_kernels(peer, devices):
+    local, remote = devices
+    local_addr = peer_vm.LOCAL_ADDR.split("/")[0]
+    peer_addr = peer_vm.PEER_ADDR.split("/")[0]
+    subnet = "198.18.99.0/24"
+    before = packets(peer, local, remote)
+    mpirun = [
+        "mpirun", "--host", f"{local_addr},{peer_addr}", "-np", "2",
+        "--mca", "plm_rsh_agent", str(AGENT),
+        "--mca", "plm_rsh_no_tree_spawn", "1",
+        "--mca", "oob_tcp_if_include", subnet,
+        "--bind-to", "none",
+        "--mca", "pml", "ucx", "--mca", "btl", "^openib",
+        "--mca", "osc", "^ucx",
+        "-x", "UCX_TLS=rc_verbs,ud_verbs,self",
+        "-x", "UCX_NET_DEVICES=srnic0:1",
+        "-x", "UCX_UD_VERBS_ETH_DGID_CHECK=n",
+        PROGRAM]
+    p = harness.run(
+        "env", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+        "unshare", "--uts", "sh", "-c",
+        'hostname srnic-mpi-local && exec "$@"', "sh", *mpirun,
+        check=False, timeout=300)
+    out = p.stdout + p.stderr
+    print(out)
+    assert p.returncode == 0, out
+    assert "mpi job: every check passed" in out, out
+    assert "pingpong 1048576 bytes x 10" in out, out
+    assert "allreduce 262144 doubles over 2 ranks: sums right" in out, out
+    after = packets(peer, local, remote)
+    # 10 round trips of 1 MiB each way alone are 20 MiB: at least 5120
+    # packets of 4 KiB through each device (both directions counted).
+    moved = [a - b for a, b in zip(after, before)]
+    print(f"srnic packets moved: here {moved[0]}, peer {moved[1]}")
+    assert min(moved) >= 5120, moved
