@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * odp-prefetch-stress: reproduces an open bug in srnic's ODP MRs: an
+ * on-demand-paging MR whose buffer is half unmapped and mapped again while
+ * asynchronous ibv_advise_mr() prefetches (PREFETCH_WRITE, PREFETCH_NO_FAULT)
+ * are queued makes the kernel warn in ib_umem_odp_map_dma_and_lock()
+ * ("WARNING: ... umem_odp.c:429" on 6.12, from srnic_prefetch_work_fn):
+ * a no-fault prefetch finds a page mapped in the umem that the process no
+ * longer has. With transparent huge pages on ("always"): 57 warnings in 100
+ * rounds on trixie's 6.12, 10 on bookworm's 6.1; with THP "never", or with
+ * synchronous prefetches (any fourth argument), none. Serialising the
+ * no-fault prefetches against faulting ones did not help.
+ *
+ *   cc -O2 -o /tmp/odp-stress scripts/odp-prefetch-stress.c -libverbs
+ *   (in a VM, with one srnic device) /tmp/odp-stress 100 0 4; dmesg | grep umem_odp
+ *
+ * Arguments: rounds, implicit MR (1) or one over the buffer (0), a mask of
+ * what happens between prefetches (1: MADV_DONTNEED of the first half,
+ * 2: fork, 4: the second half unmapped and mapped again), any fourth
+ * argument: prefetches synchronous (IBV_ADVISE_MR_FLAG_FLUSH).
+ */
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BUF_LEN (4UL << 20)
+
+static void prefetch(struct ibv_pd *pd, int advice, uint32_t flags,
+		     struct ibv_sge *sge)
+{
+	if (ibv_advise_mr(pd, advice, flags, sge, 1) && flags)
+		perror("ibv_advise_mr");
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 100;
+	int implicit = argc > 2 && atoi(argv[2]);
+	int mode = argc > 3 ? atoi(argv[3]) : 4;
+	uint32_t flags = argc > 4 ? IBV_ADVISE_MR_FLAG_FLUSH : 0;
+	int access = IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE |
+		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
+	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+
+	if (!pd) {
+		fprintf(stderr, "odp-prefetch-stress: no RDMA device to use\n");
+		return 1;
+	}
+	for (int round = 0; round < rounds; round++) {
+		char *buf = mmap(NULL, BUF_LEN, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct ibv_mr *mr = implicit ?
+			ibv_reg_mr(pd, NULL, SIZE_MAX, access) :
+			ibv_reg_mr(pd, buf, BUF_LEN, access);
+
+		if (buf == MAP_FAILED || !mr) {
+			perror("odp-prefetch-stress: mmap or ibv_reg_mr");
+			return 1;
+		}
+		for (int k = 0; k < 8; k++) {
+			struct ibv_sge sge = { .addr = (uintptr_t)buf,
+					       .length = BUF_LEN,
+					       .lkey = mr->lkey };
+
+			memset(buf, k, BUF_LEN);
+			prefetch(pd, k & 1 ? IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT :
+				 IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, flags, &sge);
+			if ((mode & 1) && k % 3 == 0)
+				madvise(buf, BUF_LEN / 2, MADV_DONTNEED);
+			if ((mode & 2) && k % 4 == 1) {
+				pid_t child = fork();
+
+				if (!child)
+					_exit(0);
+				waitpid(child, NULL, 0);
+			}
+			prefetch(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+				 flags, &sge);
+			if ((mode & 4) && k == 5) {
+				munmap(buf + BUF_LEN / 2, BUF_LEN / 2);
+				mmap(buf + BUF_LEN / 2, BUF_LEN / 2,
+				     PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+			}
+		}
+		ibv_dereg_mr(mr);
+		munmap(buf, BUF_LEN);
+	}
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	return 0;
+}
