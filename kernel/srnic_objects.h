@@ -426,6 +426,10 @@ enum srnic_key_kind {
  * @odp_children: an implicit MR's child umems, by user address >>
  *	 SRNIC_ODP_CHILD_SHIFT; created on first access, freed with the MR
  * @odp_child_lock: serialises the creation of children
+ * @odp_map_lock: serialises srnic's calls of ib_umem_odp_map_dma_and_lock()
+ *		  on the MR: each points hmm_range_fault() at the umem's own
+ *		  PFN list, outside umem_mutex, so two at once would map the
+ *		  other's snapshot (a page gone since, for one)
  * @users: one for the registration, one per in-flight access
  * @released: completed when @users drops to zero; dereg_mr waits for it
  * @rcu: the struct is freed after a grace period (lookups run under RCU)
@@ -457,6 +461,7 @@ struct srnic_mr {
 	struct ib_umem_odp *odp;
 	struct xarray odp_children;
 	struct mutex odp_child_lock;	/* creation of @odp_children */
+	struct mutex odp_map_lock;
 	refcount_t users;
 	struct completion released;
 	struct rcu_head rcu;

@@ -107,6 +107,7 @@ int srnic_odp_init(struct srnic_mr *mr, u64 start, u64 length, int access)
 
 	xa_init(&mr->odp_children);
 	mutex_init(&mr->odp_child_lock);
+	mutex_init(&mr->odp_map_lock);
 	if (!start && length == U64_MAX)
 		odp = ib_umem_odp_alloc_implicit(mr->pd->ibpd.device, access);
 	else
@@ -236,7 +237,9 @@ int srnic_odp_map_page(struct srnic_mr *mr, u64 iova, bool write,
 	page = srnic_odp_page(odp, va, need);
 	if (!page) {
 		mutex_unlock(&odp->umem_mutex);
+		mutex_lock(&mr->odp_map_lock);
 		ret = ib_umem_odp_map_dma_and_lock(odp, va, 1, need, true);
+		mutex_unlock(&mr->odp_map_lock);
 		if (ret < 0)
 			return ret;
 		/* umem_mutex is held again from here. */
@@ -272,10 +275,13 @@ static int srnic_odp_prefetch(struct srnic_mr *mr, u64 iova, u64 len,
 			return PTR_ERR(odp);
 		n = min3(len, (u64)ib_umem_end(odp) - va,
 			 (u64)SRNIC_ODP_CHILD_SIZE - (va & (SRNIC_ODP_CHILD_SIZE - 1)));
+		mutex_lock(&mr->odp_map_lock);
 		ret = ib_umem_odp_map_dma_and_lock(odp, va, n, need, fault);
+		if (ret >= 0)
+			mutex_unlock(&odp->umem_mutex);
+		mutex_unlock(&mr->odp_map_lock);
 		if (ret < 0)
 			return ret;
-		mutex_unlock(&odp->umem_mutex);
 		iova += n;
 		len -= n;
 		cond_resched();

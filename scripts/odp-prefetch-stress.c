@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * odp-prefetch-stress: reproduces an open bug in srnic's ODP MRs: an
- * on-demand-paging MR whose buffer is half unmapped and mapped again while
- * asynchronous ibv_advise_mr() prefetches (PREFETCH_WRITE, PREFETCH_NO_FAULT)
- * are queued makes the kernel warn in ib_umem_odp_map_dma_and_lock()
- * ("WARNING: ... umem_odp.c:429" on 6.12, from srnic_prefetch_work_fn):
- * a no-fault prefetch finds a page mapped in the umem that the process no
- * longer has. With transparent huge pages on ("always"): 57 warnings in 100
- * rounds on trixie's 6.12, 10 on bookworm's 6.1; with THP "never", or with
- * synchronous prefetches (any fourth argument), none. Serialising the
- * no-fault prefetches against faulting ones did not help.
+ * odp-prefetch-stress: an on-demand-paging MR whose buffer is half unmapped
+ * and mapped again while asynchronous ibv_advise_mr() prefetches
+ * (PREFETCH_WRITE, PREFETCH_NO_FAULT) are queued. It made the kernel warn
+ * in ib_umem_odp_map_dma_and_lock() ("WARNING: ... umem_odp.c:429", from
+ * srnic_prefetch_work_fn): a prefetch found a page mapped in the umem that
+ * the process no longer had. The cause: concurrent calls on one umem
+ * (hmm_range_fault() fills the umem's own PFN list outside umem_mutex), so
+ * one mapped the other's older snapshot; srnic now serialises them per MR
+ * (srnic_mr.odp_map_lock). With transparent huge pages "always", 100
+ * rounds of an MR over the buffer: 57 warnings on trixie's 6.12 and 10 on
+ * bookworm's 6.1 before, none after. Still open: an implicit MR ("100 1 4")
+ * on bookworm's 6.1, 59 warnings with the lock as without it.
  *
  *   cc -O2 -o /tmp/odp-stress scripts/odp-prefetch-stress.c -libverbs
  *   (in a VM, with one srnic device) /tmp/odp-stress 100 0 4; dmesg | grep umem_odp
