@@ -1011,12 +1011,13 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn,
 {
 	u8 syndrome = FIELD_GET(SRNIC_AETH_SMSN_SYNDROME_MASK, smsn);
 	u8 value = syndrome & SRNIC_AETH_SYNDROME_VALUE_MASK;
+	u8 type = FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK, syndrome);
 
 	if (sr_run)
 		qp->req.peer_sr = true;		/* srnic's, selective repeat on */
-	if (FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK, syndrome) != SRNIC_AETH_ACK)
+	if (type != SRNIC_AETH_ACK)
 		qp->req.probing = false;	/* answered: the NAK decides */
-	switch (FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK, syndrome)) {
+	switch (type) {
 	case SRNIC_AETH_ACK:
 		srnic_req_ack(qp, psn);
 		return;
