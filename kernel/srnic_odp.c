@@ -255,6 +255,54 @@ int srnic_odp_map_page(struct srnic_mr *mr, u64 iova, bool write,
 	return 0;
 }
 
+/* From aligned @va on, the first page @odp does not map if @mapped, or maps. */
+static u64 srnic_odp_skip(struct ib_umem_odp *odp, u64 va, u64 end,
+			  bool mapped)
+{
+	while (va < end &&
+	       !!srnic_odp_page(odp, va, SRNIC_ODP_READABLE) == mapped)
+		va += BIT(odp->page_shift);
+	return va;
+}
+
+/*
+ * Map the pages of [@va, @va + @len) in @odp that the process has and
+ * the umem does not, faulting nothing; @mr->odp_map_lock held.
+ *
+ * Pages the umem maps already are left out. ib_umem_odp_map_dma_and_lock()
+ * without fault warns about an entry still mapped where hmm_range_fault()
+ * found no page, and 6.1's munmap() detaches the VMAs, lets readers of the
+ * mm in, and only then calls the notifiers: a walk in that window sees a
+ * hole where the umem still maps pages the notifier is about to take away
+ * (an implicit MR's children hit it often: a child's notifier gets no
+ * earlier call that would make the walk retry). Under odp_map_lock only
+ * the notifier changes which pages are mapped, and it only takes them
+ * away, so a run found unmapped stays unmapped.
+ */
+static int srnic_odp_map_present(struct ib_umem_odp *odp, u64 va, u64 len,
+				 u64 need)
+{
+	u64 end = va + len, run;
+	int ret;
+
+	va = ALIGN_DOWN(va, BIT(odp->page_shift));
+	while (va < end) {
+		mutex_lock(&odp->umem_mutex);
+		va = srnic_odp_skip(odp, va, end, true);
+		run = srnic_odp_skip(odp, va, end, false);
+		mutex_unlock(&odp->umem_mutex);
+		if (run == va)
+			break;
+		ret = ib_umem_odp_map_dma_and_lock(odp, va, run - va, need,
+						   false);
+		if (ret < 0)
+			return ret;
+		mutex_unlock(&odp->umem_mutex);
+		va = run;
+	}
+	return 0;
+}
+
 /*
  * Prefetch [@iova, @iova + @len) of a referenced ODP MR: fault it in
  * (@fault), or map only the pages the process has. One umem, and at most
@@ -276,9 +324,14 @@ static int srnic_odp_prefetch(struct srnic_mr *mr, u64 iova, u64 len,
 		n = min3(len, (u64)ib_umem_end(odp) - va,
 			 (u64)SRNIC_ODP_CHILD_SIZE - (va & (SRNIC_ODP_CHILD_SIZE - 1)));
 		mutex_lock(&mr->odp_map_lock);
-		ret = ib_umem_odp_map_dma_and_lock(odp, va, n, need, fault);
-		if (ret >= 0)
-			mutex_unlock(&odp->umem_mutex);
+		if (fault) {
+			ret = ib_umem_odp_map_dma_and_lock(odp, va, n, need,
+							   true);
+			if (ret >= 0)
+				mutex_unlock(&odp->umem_mutex);
+		} else {
+			ret = srnic_odp_map_present(odp, va, n, need);
+		}
 		mutex_unlock(&mr->odp_map_lock);
 		if (ret < 0)
 			return ret;
