@@ -449,6 +449,10 @@ extern const struct srnic_engine_task_ops srnic_qp_task_ops;
 int srnic_rc_init(struct srnic_qp *qp);
 void srnic_rc_cleanup(struct srnic_qp *qp);
 int srnic_rc_resolve_dest(struct srnic_qp *qp, int local_ifindex);
+int srnic_local_scratch_alloc(struct srnic_local_scratch *s);
+void srnic_local_scratch_install(struct srnic_qp *qp,
+				 struct srnic_local_scratch *s);
+void srnic_local_scratch_free(struct srnic_local_scratch *s);
 void srnic_rc_reset(struct srnic_qp *qp);
 
 /* Is a send WQE's IB_WR_* opcode compare & swap or fetch & add? */
@@ -548,8 +552,13 @@ u8 srnic_atomic_nak(int err);
 enum ib_wc_status srnic_nak_wc_status(u8 nak);
 enum ib_event_type srnic_resp_error_event(struct srnic_qp *qp,
 					  enum ib_wc_status status);
+u32 srnic_resp_rwqe_size(const struct srnic_qp *qp);
 int srnic_resp_init(struct srnic_qp *qp);
 void srnic_resp_cleanup(struct srnic_qp *qp);
+struct srnic_atomic_replays *srnic_resp_atomics_alloc(struct srnic_qp *qp,
+						      u8 max_dest_rd_atomic);
+void srnic_resp_atomics_install(struct srnic_qp *qp,
+				struct srnic_atomic_replays *replays);
 void srnic_resp_reset(struct srnic_qp *qp);
 void srnic_resp_put_mrs(struct srnic_qp *qp);
 void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb);

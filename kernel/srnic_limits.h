@@ -38,7 +38,7 @@
  */
 #define SRNIC_MAX_CQ BIT(14)
 #define SRNIC_MAX_CQE (BIT(16) - 1)
-#define SRNIC_MAX_QP BIT(14)
+#define SRNIC_MAX_QP BIT(17)
 #define SRNIC_MIN_QPN 2		/* QPN 0 and 1 are the special QPs */
 #define SRNIC_GSI_QPN 1		/* QP1: ib_mad's GSI QP (CM, rdma_cm) */
 #define SRNIC_MAX_QPN (SRNIC_MIN_QPN + SRNIC_MAX_QP - 1)

@@ -35,6 +35,9 @@ struct srnic_qp *srnic_local_dest_get(struct srnic_qp *qp)
 	struct net_device *ndev;
 	struct srnic_dev *ddev;
 
+	/* Given with local_ifindex (srnic_local_scratch_install()). */
+	if (unlikely(!qp->req.rwqe))
+		return NULL;
 	if (qp->req.local_ifindex == READ_ONCE(sdev->ndev->ifindex))
 		return srnic_qp_get_by_qpn(sdev, qp->attrs.dest_qp_num);
 	rcu_read_lock();

@@ -340,14 +340,18 @@ struct srnic_dev {
 	atomic_t ooo_held;
 };
 
-/* The control record occupies the ring's whole first page. */
-#define SRNIC_QUEUE_CTRL_SIZE PAGE_SIZE
-/* Upper bound on one ring's memory (control page included). */
+/*
+ * The control record comes first, in whole cache lines; the entries follow
+ * (a ring of up to 3904 bytes of entries takes one page).
+ */
+#define SRNIC_QUEUE_CTRL_SIZE ALIGN(sizeof(struct srnic_queue_ctrl), \
+				    SRNIC_CACHELINE_SIZE)
+/* Upper bound on one ring's memory (control record included). */
 #define SRNIC_QUEUE_MAX_BYTES (64UL << 20)
 
 /**
  * struct srnic_queue - one ring shared with the provider (or kernel-only)
- * @buf: vmalloc_user() memory: control page, then the entries
+ * @buf: vmalloc_user() memory: control record, then the entries
  * @size: bytes of @buf, page aligned
  * @ctrl: the control record at the start of @buf
  * @entries: first entry
@@ -686,6 +690,17 @@ struct srnic_sgl {
 };
 
 /**
+ * struct srnic_local_scratch - what local delivery needs of a requester:
+ *	given at the RTR that makes a QP's destination local
+ * @rwqe: the destination's receive WQE (SRNIC_MAX_RQ_ENTRY_SIZE bytes)
+ * @rsgl: the destination's pieces (SRNIC_MAX_SGE)
+ */
+struct srnic_local_scratch {
+	struct srnic_recv_wqe *rwqe;
+	struct srnic_sgl rsgl;
+};
+
+/**
  * struct srnic_req_wqe - the requester's record of one send WQE it took
  * from the SQ for the wire, kept until the WQE completes (srnic_req.c)
  * @wr_id: the WQE's, for its completion
@@ -918,6 +933,20 @@ struct srnic_atomic_replay {
 	bool valid;
 };
 
+/**
+ * struct srnic_atomic_replays - a responder's atomic replay slots
+ * @retired: the smaller array this one replaced (a later modify_qp asked
+ *	     for more responder resources), kept until the QP is freed: a
+ *	     responder run may still be reading it
+ * @slots: entries of @slot
+ * @slot: the last atomics executed, used in turn
+ */
+struct srnic_atomic_replays {
+	struct srnic_atomic_replays *retired;
+	u32 slots;
+	struct srnic_atomic_replay slot[];
+};
+
 /* What the responder is in the middle of receiving. */
 enum srnic_resp_msg {
 	SRNIC_RESP_IDLE,
@@ -955,9 +984,9 @@ enum srnic_resp_msg {
  * @reading: READ response packets remain to be sent
  * @fatal_event: the async event of the fatal error just NAKed (0: the QP
  *		 was reset meanwhile, none)
- * @atomics: the last atomics executed, one per responder resource
- *	     (max_dest_rd_atomic of the SRNIC_MAX_RD_ATOMIC slots, used in
- *	     turn)
+ * @atomics: the last atomics executed, one per responder resource: as
+ *	     many slots as the largest max_dest_rd_atomic the QP was given
+ *	     (srnic_resp_size_atomics()), NULL before any
  * @atomic_next: the slot of @atomics the next atomic takes
  * @sr_peer: the last request came from a requester that offers selective
  *	     repeat, with it on here: ACKs say so (SRNIC_BTH_APSN_SR)
@@ -1000,7 +1029,7 @@ struct srnic_resp {
 	bool read_first;
 	bool reading;
 	enum ib_event_type fatal_event;
-	struct srnic_atomic_replay *atomics;
+	struct srnic_atomic_replays *atomics;
 	u32 atomic_next;
 	bool sr_peer;
 	struct sk_buff **ooo;

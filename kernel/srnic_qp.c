@@ -483,6 +483,8 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 {
 	struct srnic_qp *qp = to_srnic_qp(ibqp);
 	struct net *net = read_pnet(&to_srnic_dev(ibqp->device)->net);
+	struct srnic_atomic_replays *replays = NULL;
+	struct srnic_local_scratch scratch = {};
 	enum ib_qp_state cur, new;
 	int local_ifindex = 0;
 	int err;
@@ -492,6 +494,13 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (udata && udata->inlen &&
 	    !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EOPNOTSUPP;
+	/* Atomic replay slots for the responder resources, if more. */
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) && !srnic_qp_is_ud(qp) &&
+	    attr->max_dest_rd_atomic <= SRNIC_MAX_RD_ATOMIC) {
+		replays = srnic_resp_atomics_alloc(qp, attr->max_dest_rd_atomic);
+		if (IS_ERR(replays))
+			return PTR_ERR(replays);
+	}
 
 	/*
 	 * Whether the destination is an srnic device of this namespace is
@@ -502,6 +511,13 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	    (mask & IB_QP_AV) && !srnic_qp_is_ud(qp))
 		local_ifindex = srnic_local_gid_ifindex(net,
 							&attr->ah_attr.grh.dgid);
+	if (local_ifindex && !qp->req.rwqe) {
+		err = srnic_local_scratch_alloc(&scratch);
+		if (err) {
+			kfree(replays);
+			return err;
+		}
+	}
 
 	srnic_qp_change_begin(qp);
 	cur = qp->state;
@@ -517,6 +533,10 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (err)
 		goto out_unlock;
 
+	if (replays) {
+		srnic_resp_atomics_install(qp, replays);
+		replays = NULL;
+	}
 	srnic_qp_store_attrs(qp, attr, mask);
 	if (mask & IB_QP_STATE) {
 		if (new == IB_QPS_RTR && cur != IB_QPS_RTR &&
@@ -524,6 +544,8 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			err = srnic_rc_resolve_dest(qp, local_ifindex);
 			if (err)
 				goto out_unlock;
+			if (local_ifindex)
+				srnic_local_scratch_install(qp, &scratch);
 		}
 		if (new == IB_QPS_RTS && cur == IB_QPS_RTR)
 			srnic_req_start(qp);
@@ -537,6 +559,8 @@ out_unlock:
 	 * to be atomic in between: before a grant can be made for it.
 	 */
 	spin_unlock_bh(&qp->state_lock);
+	kfree(replays);
+	srnic_local_scratch_free(&scratch);
 	if (!err)
 		srnic_qp_update_atomic(qp);
 	if (qp->ibqp.uobject)

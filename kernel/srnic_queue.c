@@ -5,7 +5,7 @@
  * (Device memory, srnic_dm.c, is shared the same way: one vmalloc_user()
  * buffer per allocation behind an rdma_user_mmap_entry.)
  *
- * Every SQ, RQ, SRQ and CQ is one vmalloc_user() buffer: a control page
+ * Every SQ, RQ, SRQ and CQ is one vmalloc_user() buffer: a control record
  * (struct srnic_queue_ctrl) followed by a power-of-two array of fixed-size
  * entries. For user objects the buffer is exposed through an
  * rdma_user_mmap_entry, which then owns it: the buffer is freed in

@@ -286,17 +286,66 @@ static int srnic_rc_alloc_sgls(struct srnic_qp *qp)
 	unsigned int recv_sge = qp->rq.max_sge;
 	int err;
 
-	/* No RQ of its own (an SRQ's QP has none): any receive queue's. */
-	if (qp->ibqp.srq || qp->ibqp.qp_type == IB_QPT_XRC_TGT || !recv_sge)
+	/* An SRQ's QP takes its SRQ's WQEs; XRC_TGT any XRC SRQ's. */
+	if (qp->ibqp.srq && qp->ibqp.qp_type != IB_QPT_XRC_TGT)
+		recv_sge = to_srnic_srq(qp->ibqp.srq)->rq.max_sge;
+	else if (qp->ibqp.qp_type == IB_QPT_XRC_TGT || !recv_sge)
 		recv_sge = SRNIC_MAX_SGE;
 	err = srnic_sgl_alloc(&qp->req.sgl, qp->sq.max_sge);
 	if (!err)
 		err = srnic_sgl_alloc(&qp->req.read_sgl, qp->sq.max_sge);
 	if (!err)
-		err = srnic_sgl_alloc(&qp->req.rsgl, SRNIC_MAX_SGE);
-	if (!err)
 		err = srnic_sgl_alloc(&qp->resp.sgl, recv_sge);
 	return err;
+}
+
+/**
+ * srnic_local_scratch_alloc() - room for local delivery
+ * @s: filled in: a copy of the destination's receive WQE (any RQ's or
+ *     SRQ's, so the largest the ABI allows) and the pieces of its SGEs
+ *
+ * Only a QP whose destination is a device of this host delivers locally,
+ * and it learns so at RTR: modify_qp allocates this before taking the
+ * QP's state lock, srnic_local_scratch_install() gives it to the QP (a QP
+ * to a peer over the wire never pays for it).
+ *
+ * Return: 0 or -ENOMEM (@s then holds nothing).
+ */
+int srnic_local_scratch_alloc(struct srnic_local_scratch *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->rwqe = kmalloc(SRNIC_MAX_RQ_ENTRY_SIZE, GFP_KERNEL);
+	if (s->rwqe && !srnic_sgl_alloc(&s->rsgl, SRNIC_MAX_SGE))
+		return 0;
+	kfree(s->rwqe);
+	s->rwqe = NULL;
+	return -ENOMEM;
+}
+
+/**
+ * srnic_local_scratch_install() - give @s to @qp unless it has its own
+ * @qp: an RC, UC or XRC_INI QP entering RTR, its state lock held
+ * @s: from srnic_local_scratch_alloc(); emptied if taken
+ */
+void srnic_local_scratch_install(struct srnic_qp *qp,
+				 struct srnic_local_scratch *s)
+{
+	if (qp->req.rwqe)
+		return;
+	qp->req.rwqe = s->rwqe;
+	qp->req.rsgl = s->rsgl;
+	memset(s, 0, sizeof(*s));
+}
+
+/**
+ * srnic_local_scratch_free() - free what srnic_local_scratch_install()
+ *	did not take
+ * @s: the scratch
+ */
+void srnic_local_scratch_free(struct srnic_local_scratch *s)
+{
+	kfree(s->rwqe);
+	srnic_sgl_free(&s->rsgl);
 }
 
 static void srnic_rc_free_sgls(struct srnic_qp *qp)
@@ -322,9 +371,13 @@ int srnic_rc_init(struct srnic_qp *qp)
 	hrtimer_setup(&qp->req.rnr_hrtimer, srnic_req_rnr_timer, CLOCK_MONOTONIC,
 		      HRTIMER_MODE_REL);
 	qp->req.wqe = kmalloc(qp->sq.ring.entry_size, GFP_KERNEL);
-	/* Any responder's receive WQE fits: they are bounded by the ABI. */
-	qp->req.rwqe = kmalloc(SRNIC_MAX_RQ_ENTRY_SIZE, GFP_KERNEL);
-	if (!qp->req.wqe || !qp->req.rwqe) {
+	/*
+	 * A UD QP copies its own receive WQEs there; the others, for local
+	 * delivery only, get it at RTR (srnic_local_scratch_alloc()).
+	 */
+	if (srnic_qp_is_ud(qp))
+		qp->req.rwqe = kmalloc(srnic_resp_rwqe_size(qp), GFP_KERNEL);
+	if (!qp->req.wqe || (srnic_qp_is_ud(qp) && !qp->req.rwqe)) {
 		err = -ENOMEM;
 		goto err;
 	}

@@ -920,6 +920,7 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 						 const struct srnic_pkt *pkt)
 {
 	struct srnic_resp *resp = &qp->resp;
+	struct srnic_atomic_replays *replays;
 	struct srnic_atomic_replay *replay;
 	struct srnic_atomic_fields f;
 	struct srnic_mr *mr;
@@ -945,7 +946,13 @@ static enum srnic_resp_verdict srnic_resp_atomic(struct srnic_qp *qp,
 	if (err)
 		return srnic_resp_atomic_failed(qp, pkt, err);
 
-	replay = &resp->atomics[resp->atomic_next % slots];
+	/* Installed before max_dest_rd_atomic was set (modify_qp). */
+	replays = READ_ONCE(resp->atomics);
+	if (!replays)
+		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
+					IB_WC_REM_INV_REQ_ERR);
+	slots = min_t(u32, slots, replays->slots);
+	replay = &replays->slot[resp->atomic_next % slots];
 	resp->atomic_next = (resp->atomic_next + 1) % slots;
 	*replay = (struct srnic_atomic_replay) {
 		.orig = orig, .psn = pkt->psn, .valid = true,
@@ -1004,11 +1011,11 @@ static enum srnic_resp_verdict srnic_resp_atomic_write(struct srnic_qp *qp,
 static void srnic_resp_atomic_duplicate(struct srnic_qp *qp,
 					const struct srnic_pkt *pkt)
 {
-	struct srnic_resp *resp = &qp->resp;
+	const struct srnic_atomic_replays *replays = READ_ONCE(qp->resp.atomics);
 	unsigned int i;
 
-	for (i = 0; i < SRNIC_MAX_RD_ATOMIC; i++) {
-		const struct srnic_atomic_replay *replay = &resp->atomics[i];
+	for (i = 0; replays && i < replays->slots; i++) {
+		const struct srnic_atomic_replay *replay = &replays->slot[i];
 
 		if (replay->valid && replay->psn == pkt->psn) {
 			srnic_resp_send_atomic_ack(qp, pkt->psn, replay->orig);
@@ -1445,8 +1452,8 @@ void srnic_resp_reset(struct srnic_qp *qp)
 	resp->drop_msg = false;
 	/* A new connection starts with no atomic to replay. */
 	if (resp->atomics)
-		memset(resp->atomics, 0,
-		       SRNIC_MAX_RD_ATOMIC * sizeof(*resp->atomics));
+		memset(resp->atomics->slot, 0,
+		       resp->atomics->slots * sizeof(resp->atomics->slot[0]));
 	resp->atomic_next = 0;
 }
 
@@ -1472,15 +1479,97 @@ void srnic_resp_put_mrs(struct srnic_qp *qp)
 }
 
 /**
+ * srnic_resp_rwqe_size() - the largest receive WQE @qp takes
+ * @qp: a new QP, its RQ set up
+ *
+ * An entry of its RQ or its SRQ; an XRC_TGT QP takes from any XRC SRQ of
+ * its domain, so from one of the largest entries the ABI allows.
+ */
+u32 srnic_resp_rwqe_size(const struct srnic_qp *qp)
+{
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT)
+		return SRNIC_MAX_RQ_ENTRY_SIZE;
+	if (qp->ibqp.srq)
+		return to_srnic_srq(qp->ibqp.srq)->rq.ring.entry_size;
+	return max_t(u32, qp->rq.ring.entry_size,
+		     sizeof(struct srnic_recv_wqe));
+}
+
+/**
  * srnic_resp_init() - responder state of a new QP
  * @qp: the QP
  */
 int srnic_resp_init(struct srnic_qp *qp)
 {
-	qp->resp.rwqe = kmalloc(SRNIC_MAX_RQ_ENTRY_SIZE, GFP_KERNEL);
-	qp->resp.atomics = kcalloc(SRNIC_MAX_RD_ATOMIC,
-				   sizeof(*qp->resp.atomics), GFP_KERNEL);
-	return qp->resp.rwqe && qp->resp.atomics ? 0 : -ENOMEM;
+	qp->resp.rwqe = kmalloc(srnic_resp_rwqe_size(qp), GFP_KERNEL);
+	return qp->resp.rwqe ? 0 : -ENOMEM;
+}
+
+/**
+ * srnic_resp_atomics_alloc() - replay slots for @max_dest_rd_atomic
+ *	responder resources, if @qp has fewer
+ * @qp: the QP being modified
+ * @max_dest_rd_atomic: the value modify_qp was asked for (checked)
+ *
+ * Called before modify_qp takes the QP's state lock (it may sleep); the
+ * result goes to srnic_resp_atomics_install() under it.
+ *
+ * Return: the new slots, NULL if none are needed, or an ERR_PTR.
+ */
+struct srnic_atomic_replays *srnic_resp_atomics_alloc(struct srnic_qp *qp,
+						      u8 max_dest_rd_atomic)
+{
+	const struct srnic_atomic_replays *cur = READ_ONCE(qp->resp.atomics);
+	struct srnic_atomic_replays *replays;
+
+	if (!max_dest_rd_atomic || (cur && cur->slots >= max_dest_rd_atomic))
+		return NULL;
+	replays = kzalloc(struct_size(replays, slot, max_dest_rd_atomic),
+			  GFP_KERNEL);
+	if (!replays)
+		return ERR_PTR(-ENOMEM);
+	replays->slots = max_dest_rd_atomic;
+	return replays;
+}
+
+/**
+ * srnic_resp_atomics_install() - make @replays the QP's replay slots
+ * @qp: the QP, its state lock held
+ * @replays: from srnic_resp_atomics_alloc(); freed here if the QP has as
+ *	     many slots already (another modify_qp was first)
+ *
+ * The slots in use are carried over, so duplicates of the atomics they
+ * hold are still answered; the old array is retired, not freed: a
+ * responder run (max_dest_rd_atomic may grow in SQD) may be reading it.
+ */
+void srnic_resp_atomics_install(struct srnic_qp *qp,
+				struct srnic_atomic_replays *replays)
+{
+	struct srnic_atomic_replays *old = qp->resp.atomics;
+
+	if (old && old->slots >= replays->slots) {
+		kfree(replays);
+		return;
+	}
+	if (old) {
+		memcpy(replays->slot, old->slot,
+		       old->slots * sizeof(old->slot[0]));
+		qp->resp.atomic_next %= old->slots;
+	}
+	replays->retired = old;
+	/* Its slots' contents before the pointer. */
+	smp_store_release(&qp->resp.atomics, replays);
+}
+
+static void srnic_resp_atomics_free(struct srnic_qp *qp)
+{
+	struct srnic_atomic_replays *replays = qp->resp.atomics, *next;
+
+	for (; replays; replays = next) {
+		next = replays->retired;
+		kfree(replays);
+	}
+	qp->resp.atomics = NULL;
 }
 
 /**
@@ -1492,6 +1581,5 @@ void srnic_resp_cleanup(struct srnic_qp *qp)
 	srnic_resp_reset(qp);
 	kfree(qp->resp.rwqe);
 	qp->resp.rwqe = NULL;
-	kfree(qp->resp.atomics);
-	qp->resp.atomics = NULL;
+	srnic_resp_atomics_free(qp);
 }

@@ -62,7 +62,9 @@ The measurements, in this order (see Documentation/performance.rst):
               (SRNIC_BENCH_QPSCALE_PAIRS) on srnic's wire setup and on
               rxe's one-device one: memory per QP (/proc/meminfo and the
               process's anonymous memory) and the guest's busy CPU over
-              10 s with them idle
+              10 s with them idle; then 100000 idle RC QPs with an SRQ
+              (SRNIC_BENCH_QPSCALE_QPS) through scripts/qpscale.c on
+              srnic's wire setup
   incast      ECN congestion control (issue 23): four hosts (netns on a
               bridge) keep 64 KiB RDMA WRITEs in flight to a fifth for 8 s
               (SRNIC_BENCH_INCAST_SECONDS) through a 40 Mbit/s bottleneck
@@ -239,6 +241,13 @@ LOSS_PORT_BASE = 20700
 # VmallocUsed; the process's RssAnon) per QP, and the guest's busy CPU
 # over IDLE_SECONDS with them all idle.
 QPSCALE_PAIRS = env_int("SRNIC_BENCH_QPSCALE_PAIRS", 1000)
+# and QPSCALE_MANY_QPS idle RC QPs on srnic's wire setup through
+# scripts/qpscale.c (QPSCALE_MANY_PROCS processes, pairs between the two
+# devices, SQ of 16 WQEs, receives from an SRQ): memory per QP, the time
+# to create and connect them, the guest's busy CPU with them idle. rxe
+# offers 65536 QPs per device at most, so srnic alone.
+QPSCALE_MANY_QPS = env_int("SRNIC_BENCH_QPSCALE_QPS", 100000)
+QPSCALE_MANY_PROCS = 4
 QPSCALE_CONFIGS = (("srnic", "wire"), ("rxe", "one-device"))
 # Incast (issue 23): INCAST_SENDERS hosts (tests/topology.py's BridgeHosts:
 # network namespaces with an srnic device each, on one bridge) write to one
@@ -375,6 +384,7 @@ class Bench:
             "loss": [],
             "incast": [],
             "qpscale": [],
+            "qpscale_many": [],
         }
         self.save()
 
@@ -832,6 +842,42 @@ class Bench:
                  f"{e.get('MemFree_per_qp', e.get('error'))} B/QP")
         self.record("qpscale", e)
 
+    def qpscale_many(self, topo):
+        """QPSCALE_MANY_QPS idle connected RC QPs on srnic's wire setup
+        (scripts/qpscale.c)."""
+        e = {"driver": "srnic", "qps": QPSCALE_MANY_QPS, "ok": False}
+        pairs = QPSCALE_MANY_QPS // (2 * QPSCALE_MANY_PROCS)
+        e["error"] = topo if isinstance(topo, str) else \
+            "no such setup" if topo is None else \
+            self.out_of_time(QPSCALE_MANY_QPS * 0.01 + IDLE_SECONDS + 60)
+        if e["error"] is None:
+            exe = pathlib.Path("/tmp/srnic-qpscale")
+            subprocess.run(["cc", "-O2", "-o", str(exe),
+                            str(REPO / "scripts" / "qpscale.c"),
+                            "-libverbs"], check=True)
+            p = subprocess.run(
+                [str(exe), f"{topo.a.name},{topo.b.name}",
+                 f"{topo.a.gid_index},{topo.b.gid_index}",
+                 str(QPSCALE_MANY_PROCS), str(pairs), "16",
+                 str(IDLE_SECONDS)],
+                capture_output=True, text=True, timeout=1800)
+            try:
+                e.update({k: float(v) for k, v in
+                          (kv.split("=") for kv in p.stdout.split())})
+                e["bytes_per_qp"] = (e["slab_per_qp"] +
+                                     e["vmalloc_per_qp"] +
+                                     e["pagetables_per_qp"] +
+                                     e["rssanon_per_qp"])
+                e["ok"] = p.returncode == 0
+            except (KeyError, ValueError):
+                pass
+            if not e["ok"]:
+                e["error"] = (p.stderr.strip().splitlines() or
+                              [f"exit {p.returncode}"])[-1]
+        self.say(f"qpscale_many: {e.get('bytes_per_qp', e.get('error'))} "
+                 "B/QP")
+        self.record("qpscale_many", e)
+
     # -- incast through an ECN-marking bottleneck --
 
     def incast_all(self):
@@ -1086,6 +1132,7 @@ class Bench:
             if "qpscale" in sections:
                 for cfg in QPSCALE_CONFIGS:
                     self.qpscale(cfg, topos.get(cfg))
+                self.qpscale_many(topos.get(("srnic", "wire")))
         finally:
             for teardown in self.teardown:
                 teardown()
@@ -1399,6 +1446,7 @@ class Report:
             self.raw = {"meta": {}, "memcpy": [], "perftest": [],
                         "syscalls": [], "cpu": [], "idle": [], "nvme": [],
                         "loss": [], "incast": [], "qpscale": [],
+                        "qpscale_many": [],
                         "error": f"{raw_path}: {e}"}
         self.vm_status = vm_status
         self.lines = []
@@ -1576,6 +1624,7 @@ class Report:
         self.two_kernel_lines()
         self.loss_lines()
         self.qpscale_lines()
+        self.qpscale_many_lines()
         self.incast_lines()
         for tool in SYSCALL_TOOLS:
             s, r = self.syscall("srnic", tool), self.syscall("rxe", tool)
@@ -1647,6 +1696,22 @@ class Report:
                      errors={d: e.get("error") for d, e in
                              (("srnic", s), ("rxe", r)) if not e.get("ok")}
                      or None)
+
+    def qpscale_many_lines(self):
+        """scripts/qpscale.c's QPSCALE_MANY_QPS idle QPs, srnic only."""
+        for e in self.raw.get("qpscale_many", []):
+            for key, text, unit, digits in (
+                    ("bytes_per_qp", "memory (slab, rings, page tables, "
+                     "provider)", "B/QP", 0),
+                    ("memfree_per_qp", "MemFree's drop", "B/QP", 0),
+                    ("create_s", "time to create and connect", "s", 1),
+                    ("idle_cpu_percent", "busy CPU, all idle", "%", 2)):
+                v = self.value(e, key)
+                self.add(f"{int(e['qps'])} idle connected RC QPs (SRQ, SQ "
+                         f"of 16): {text}", unit, fmt(v, digits), "-", "-",
+                         srnic_value=v, rxe_value=None, ratio_value=None,
+                         errors=None if e.get("ok") else
+                         {"srnic": e.get("error")})
 
     def incast_lines(self):
         """Incast through the ECN-marking bottleneck: srnic with ECN off

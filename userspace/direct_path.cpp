@@ -89,7 +89,7 @@ void DirectLoan::reset() noexcept
 
 void DirectPath::reset() noexcept
 {
-	for (DirectWindow &w : windows_)
+	for (DirectWindow &w : windows())
 		w.reset();
 	loan_.reset();
 	next_victim_ = 0;
@@ -139,11 +139,16 @@ void DirectPath::refuse(uint32_t key, int err) noexcept
 const DirectWindow *DirectPath::window(int cmd_fd, uint32_t qp_handle, uint32_t key, bool recv,
 				       uint32_t gen) noexcept
 {
-	for (const DirectWindow &w : windows_)
+	for (const DirectWindow &w : windows())
 		if (w.serves(key, recv, gen))
 			return &w;
 	if (refused_recently(key))
 		return nullptr;
+	if (!windows_) {
+		windows_.reset(new (std::nothrow) Windows());
+		if (!windows_)
+			return nullptr;
+	}
 
 	srnic_direct_window_resp resp = {};
 	std::array<ib_uverbs_attr, 3> attrs = {
@@ -165,11 +170,11 @@ const DirectWindow *DirectPath::window(int cmd_fd, uint32_t qp_handle, uint32_t 
 	}
 	// A free slot, or a revoked window's, goes first.
 	DirectWindow *slot = nullptr;
-	for (DirectWindow &w : windows_)
+	for (DirectWindow &w : windows())
 		if (w.stale(gen))
 			slot = &w;
 	if (!slot) {
-		slot = &windows_[next_victim_];
+		slot = &(*windows_)[next_victim_];
 		next_victim_ = (next_victim_ + 1) % max_windows;
 	}
 	if (!err)

@@ -35,6 +35,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <span>
 
 namespace srnic
 {
@@ -145,10 +148,19 @@ class DirectPath
 	void drop_loan() noexcept { loan_.reset(); }
 
     private:
+	using Windows = std::array<DirectWindow, max_windows>;
+
 	[[nodiscard]] bool refused_recently(uint32_t key) noexcept;
 	void refuse(uint32_t key, int err) noexcept;
+	// The windows, none before the first is asked for.
+	[[nodiscard]] std::span<DirectWindow> windows() noexcept
+	{
+		return windows_ ? std::span<DirectWindow>(*windows_) : std::span<DirectWindow>();
+	}
 
-	std::array<DirectWindow, max_windows> windows_;
+	// Allocated on first use: most QPs (any whose peer is over the wire)
+	// never have a window, and a QP's memory counts at scale.
+	std::unique_ptr<Windows> windows_;
 	DirectLoan loan_;
 	size_t next_victim_ = 0;
 	bool disabled_ = false;		// EOPNOTSUPP: never on this connection
