@@ -19,7 +19,7 @@
  * CPU over IDLE_S seconds with every QP idle, and prints one line of
  * key=value pairs: qps, create_s, memfree_per_qp, slab_per_qp,
  * vmalloc_per_qp, pagetables_per_qp, rssanon_per_qp, idle_cpu_percent (of
- * one CPU). Exit status 0 if every QP was made
+ * one CPU), and destroy_s (the processes' exit, which destroys every QP). Exit status 0 if every QP was made
  * and every checked pair moved its data.
  *
  *   cc -O2 -o /tmp/qpscale scripts/qpscale.c -libverbs
@@ -365,10 +365,11 @@ int main(int argc, char **argv)
 		busy = busy_ticks();
 		sleep(idle);
 		busy = busy_ticks() - busy;
-		printf(" idle_cpu_percent=%.2f\n",
+		printf(" idle_cpu_percent=%.2f ",
 		       100.0 * busy / sysconf(_SC_CLK_TCK) / idle);
 		fflush(stdout);
 	}
+	t0 = now();
 	for (int p = 0; p < procs; p++)
 		if (pid[p] > 0)
 			kill(pid[p], SIGTERM);
@@ -376,5 +377,7 @@ int main(int argc, char **argv)
 		if (pid[p] > 0 && (waitpid(pid[p], &status, 0) != pid[p] ||
 				   !WIFEXITED(status) || WEXITSTATUS(status)))
 			failed = 1;
+	if (!failed)
+		printf("destroy_s=%.1f\n", now() - t0);
 	return failed;
 }
