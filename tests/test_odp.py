@@ -713,13 +713,12 @@ def thp_always():
 @pytest.mark.parametrize("implicit", [0, 1], ids=["explicit", "implicit"])
 def test_prefetch_races_munmap(topology, rc, tmp_path, thp_always,
                                implicit):
-    """scripts/odp-prefetch-stress.c: asynchronous prefetches, no-fault
-    ones among them, queued while the buffer's second half is unmapped and
-    mapped again, and while the process forks and drops pages. The kernel
-    warned ("umem_odp.c") when two prefetches mapped one umem at once, and
-    on 6.1 when a no-fault walk met munmap's window (57 to 59 warnings in
-    100 rounds); the count must stay where it was. A race inside one
-    process: run once, on the topology every platform's run has."""
+    """scripts/odp-prefetch-stress.c, 50 rounds: asynchronous prefetches,
+    no-fault ones among them, queued while the buffer's second half is
+    unmapped and mapped again. The kernel warned ("umem_odp.c") when two
+    prefetches mapped one umem at once, and on 6.1 when a no-fault walk
+    met munmap's window; the count must stay where it was. A race inside
+    one process: run once, on the topology every platform's run has."""
     if topology.id != "veth-two-netns":
         pytest.skip("one process's race: run on veth-two-netns only")
     exe = tmp_path / "odp-stress"
