@@ -7,8 +7,8 @@ Every QP is created and connected, one pair in a thousand moves data
 both ways, and the memory of an idle QP (the kernel's slab, vmalloc'd
 rings and page tables, and the provider's anonymous memory) stays within
 9 KiB: 8.6 KiB measured (2026-12-06; issue 23's target is 8 KiB, which
-needs rings smaller than a page, see performance.rst). make bench runs
-the same program with 100 000 QPs.
+needs rings smaller than a page, see performance.rst). make bench's
+qpscale_many section runs the same program with 100 000 QPs.
 """
 import os
 import subprocess
