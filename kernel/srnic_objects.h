@@ -986,7 +986,7 @@ enum srnic_resp_msg {
  *		 was reset meanwhile, none)
  * @atomics: the last atomics executed, one per responder resource: as
  *	     many slots as the largest max_dest_rd_atomic the QP was given
- *	     (srnic_resp_size_atomics()), NULL before any
+ *	     (srnic_resp_atomics_alloc()), NULL before any
  * @atomic_next: the slot of @atomics the next atomic takes
  * @sr_peer: the last request came from a requester that offers selective
  *	     repeat, with it on here: ACKs say so (SRNIC_BTH_APSN_SR)
