@@ -125,6 +125,10 @@ extern const struct uapi_definition srnic_dm_uapi_defs[];
 
 /* srnic_queue.c: rings shared with the provider */
 int srnic_queue_init(struct srnic_queue *q, u32 num_entries, u32 entry_size);
+int srnic_queue_init_shared(struct srnic_queue *q, struct srnic_ucontext *uctx,
+			    u32 num_entries, u32 entry_size);
+void srnic_ring_arena_init(struct srnic_ring_arena *arena);
+void srnic_ring_arena_destroy(struct srnic_ring_arena *arena);
 int srnic_queue_map(struct srnic_queue *q, struct ib_ucontext *uctx,
 		    struct srnic_queue_desc *desc);
 void srnic_queue_destroy(struct srnic_queue *q);
@@ -270,7 +274,8 @@ int srnic_udata_check_tail(struct ib_udata *udata, size_t known);
 int srnic_udata_check_reserved_req(struct ib_udata *udata);
 
 /* srnic_wq.c: work queue rings (SQ, RQ, SRQ) */
-int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header, u32 payload);
+int srnic_wq_init(struct srnic_wq *wq, struct srnic_ucontext *uctx, u32 max_wr,
+		  u32 header, u32 payload);
 u32 srnic_wq_producer(struct srnic_wq *wq, struct ib_device *ibdev,
 		      const char *what, u32 num);
 u32 srnic_wq_read_producer(struct srnic_qp *qp, struct srnic_wq *wq);

@@ -199,6 +199,7 @@ enum srnic_fault_kind {
 };
 
 struct srnic_fault;
+struct srnic_ring_chunk;
 
 /* One probability file in debugfs. */
 struct srnic_fault_knob {
@@ -351,13 +352,17 @@ struct srnic_dev {
 
 /**
  * struct srnic_queue - one ring shared with the provider (or kernel-only)
- * @buf: vmalloc_user() memory: control record, then the entries
- * @size: bytes of @buf, page aligned
+ * @buf: the ring's memory: control record, then the entries; its own
+ *	 vmalloc_user() buffer, or a part of a ring chunk's (@chunk)
+ * @size: bytes of @buf: page aligned in its own buffer, a multiple of
+ *	  SRNIC_RING_UNIT in a chunk
  * @ctrl: the control record at the start of @buf
  * @entries: first entry
  * @num_entries: power of two
  * @entry_size: power of two
- * @mmap_entry: for user rings, the entry that owns @buf
+ * @mmap_entry: for user rings in their own buffer, the entry that owns @buf
+ * @chunk: for rings in a user context's ring arena, the chunk holding @buf
+ * @offset: where @buf starts in @chunk's buffer
  *
  * Fields of @ctrl written by the provider are untrusted: read them once
  * (READ_ONCE) and validate before use.
@@ -370,6 +375,8 @@ struct srnic_queue {
 	u32 num_entries;
 	u32 entry_size;
 	struct rdma_user_mmap_entry *mmap_entry;
+	struct srnic_ring_chunk *chunk;
+	u32 offset;
 };
 
 static inline void *srnic_queue_entry(struct srnic_queue *q, u32 index)
@@ -377,8 +384,31 @@ static inline void *srnic_queue_entry(struct srnic_queue *q, u32 index)
 	return q->entries + (size_t)(index & (q->num_entries - 1)) * q->entry_size;
 }
 
+/**
+ * struct srnic_ring_arena - a user context's memory for small rings
+ * @lock: guards @chunks and every chunk's allocation map
+ * @chunks: struct srnic_ring_chunk, each one vmalloc_user() buffer behind
+ *	    one mmap entry, holding rings of SRNIC_RING_UNIT granules
+ * @next_chunk_size: bytes of the next chunk made: each new one doubles
+ *		     it, up to SRNIC_RING_CHUNK_MAX
+ *
+ * A ring of a few WQEs in its own buffer would take a whole page, and a
+ * mapping of its own in the process: at 100 000 idle QPs the SQs' unused
+ * page tails were a quarter of their memory. The SQs of a context share
+ * chunks instead (srnic_queue_init_shared()); the provider maps each chunk
+ * once (struct srnic_queue_desc's ring_offset says where a ring starts).
+ * RQs and CQs keep buffers of their own: a direct-path loan maps them
+ * page by page into another process (srnic_direct.c).
+ */
+struct srnic_ring_arena {
+	struct mutex lock;		/* @chunks, each chunk's map */
+	struct list_head chunks;
+	u32 next_chunk_size;
+};
+
 struct srnic_ucontext {
 	struct ib_ucontext ibuc;
+	struct srnic_ring_arena ring_arena;
 };
 
 struct srnic_pd {

@@ -196,6 +196,8 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 {
 	struct srnic_dev *sdev = to_srnic_dev(ibqp->device);
 	struct srnic_qp *qp = to_srnic_qp(ibqp);
+	struct srnic_ucontext *uctx = rdma_udata_to_drv_context(udata,
+			struct srnic_ucontext, ibuc);
 	bool xrc_tgt = init->qp_type == IB_QPT_XRC_TGT;
 	struct ib_qp_cap *cap = &init->cap;
 	u32 qpn, sq_payload;
@@ -235,12 +237,12 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	sq_payload = max_t(u32, cap->max_send_sge * sizeof(struct srnic_sge),
 			   cap->max_inline_data);
-	err = srnic_wq_init(&qp->sq, cap->max_send_wr,
+	err = srnic_wq_init(&qp->sq, uctx, cap->max_send_wr,
 			    sizeof(struct srnic_send_wqe), sq_payload);
 	if (err)
 		return err;
 	if (has_rq) {
-		err = srnic_wq_init(&qp->rq, cap->max_recv_wr,
+		err = srnic_wq_init(&qp->rq, NULL, cap->max_recv_wr,
 				    sizeof(struct srnic_recv_wqe),
 				    cap->max_recv_sge * sizeof(struct srnic_sge));
 		if (err)

@@ -90,7 +90,7 @@ int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		ibsrq->ext.xrc.srq_num = id;
 	srq->limit = 0;
 
-	err = srnic_wq_init(&srq->rq, attr->max_wr,
+	err = srnic_wq_init(&srq->rq, NULL, attr->max_wr,
 			    sizeof(struct srnic_recv_wqe),
 			    attr->max_sge * sizeof(struct srnic_sge));
 	if (err)

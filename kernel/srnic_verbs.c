@@ -221,9 +221,12 @@ static int srnic_alloc_ucontext(struct ib_ucontext *ibuc,
 	err = srnic_udata_check_tail(udata, sizeof(req));
 	if (err)
 		return err;
-
-	return ib_copy_to_udata(udata, &resp,
-				min_t(size_t, udata->outlen, sizeof(resp)));
+	err = ib_copy_to_udata(udata, &resp,
+			       min_t(size_t, udata->outlen, sizeof(resp)));
+	if (err)
+		return err;
+	srnic_ring_arena_init(&to_srnic_ucontext(ibuc)->ring_arena);
+	return 0;
 }
 
 /*
@@ -246,6 +249,7 @@ const struct uapi_definition srnic_uapi_defs[] = {
 
 static void srnic_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
+	srnic_ring_arena_destroy(&to_srnic_ucontext(ibuc)->ring_arena);
 }
 
 /*

@@ -48,6 +48,9 @@ u8 srnic_wqe_wc_opcode(u8 wr_opcode)
 /**
  * srnic_wq_init() - set up one work queue (SQ, RQ or SRQ)
  * @wq: the queue
+ * @uctx: for a user SQ, its context: a small ring goes in the context's
+ *	  ring arena; NULL for the others (a direct-path loan maps an RQ's
+ *	  pages by themselves)
  * @max_wr: entries asked for, rounded up to a power of two
  * @header: bytes of an entry's header
  * @payload: bytes after the header (SGEs, inline data); header and
@@ -55,15 +58,20 @@ u8 srnic_wqe_wc_opcode(u8 wr_opcode)
  *
  * The queue starts asking for doorbells (SRNIC_QUEUE_NEED_WAKEUP).
  */
-int srnic_wq_init(struct srnic_wq *wq, u32 max_wr, u32 header, u32 payload)
+int srnic_wq_init(struct srnic_wq *wq, struct srnic_ucontext *uctx, u32 max_wr,
+		  u32 header, u32 payload)
 {
+	u32 num_entries = roundup_pow_of_two(max(max_wr, 1U));
 	u32 entry_size = roundup_pow_of_two(header + payload);
 	int err;
 
 	spin_lock_init(&wq->lock);
 	wq->consumer = 0;
-	err = srnic_queue_init(&wq->ring, roundup_pow_of_two(max(max_wr, 1U)),
-			       entry_size);
+	if (uctx)
+		err = srnic_queue_init_shared(&wq->ring, uctx, num_entries,
+					      entry_size);
+	else
+		err = srnic_queue_init(&wq->ring, num_entries, entry_size);
 	if (err)
 		return err;
 	wq->max_wr = wq->ring.num_entries;

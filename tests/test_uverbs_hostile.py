@@ -38,6 +38,7 @@ from uverbs_raw import (
     ACCESS_ALL, CTRL_CONSUMER, CTRL_FLAGS, CTRL_NOTIFY, CTRL_NOTIFY_SEQ,
     CTRL_PRODUCER, ERR, EVENT_CQ_ERR, INIT, QP_ACCESS_FLAGS, QP_PKEY_INDEX,
     QP_PORT, QP_STATE, QPT_RAW_PACKET, QPT_RC, QPT_UC, QPT_UD, QUEUE_ERROR,
+    QUEUE_DESC_SHARED,
     RESET, RTS, SRNIC_ABI_VERSION, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR,
     WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_SUCCESS, WC_WR_FLUSH_ERR,
     WQE_SIGNALED, WR_RDMA_READ, WR_RDMA_WRITE, WR_SEND, QueueDesc, RawContext,
@@ -422,6 +423,60 @@ def test_mmap_after_destroy(qpenv):
                     cq.drv.ring.mmap_offset) == EINVAL
     ring.put32(CTRL_CONSUMER, 7)
     ring.close()
+
+
+def test_small_sqs_share_a_mapping(qpenv):
+    """The SQs of 16 WQEs of one context share one mapping (the kernel's
+    ring arena), each at its own cache-line-aligned offset, without
+    overlap; a large SQ, RQs and CQs have mappings of their own."""
+    c, pd, cq = qpenv
+    qps = [c.create_qp(pd, cq) for _ in range(6)]
+    sqs = [qp.drv.sq for qp in qps]
+    assert all(d.flags == QUEUE_DESC_SHARED for d in sqs)
+    assert len({(d.mmap_offset, d.mmap_size) for d in sqs}) == 1
+    spans = sorted((d.ring_offset, d.ring_offset + 192 +
+                    d.num_entries * d.entry_size) for d in sqs)
+    assert all(start % 64 == 0 and end <= sqs[0].mmap_size
+               for start, end in spans)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
+    for d in [qp.drv.rq for qp in qps] + [cq.drv.ring]:
+        assert (d.flags, d.ring_offset) == (0, 0)
+    big = c.create_qp(pd, cq, max_send_wr=1024).drv.sq
+    assert (big.flags, big.ring_offset) == (0, 0)
+    assert big.mmap_offset != sqs[0].mmap_offset
+    # Each ring where its descriptor says: the kernel's NEED_WAKEUP flag,
+    # set in every new SQ's control record, and nothing else posted.
+    rings = [c.ring(d) for d in sqs]
+    for r in rings:
+        assert r.flags != 0 and r.producer == 0 and r.consumer == 0
+
+
+def test_reused_sq_memory_comes_back_zeroed(qpenv):
+    """A new SQ that takes the place an old one left in a shared mapping
+    starts from zero, whatever the process wrote there (a CQE-like owner
+    bit or a stale producer index would be read as posted work)."""
+    c, pd, cq = qpenv
+    keep = c.create_qp(pd, cq)          # keeps the mapping alive
+    old = c.create_qp(pd, cq)
+    ring = c.ring(old.drv.sq)
+    ring.put32(CTRL_PRODUCER, 5)
+    start = ring.entry_offset(0)
+    ring.map[start:start + 4 * ring.entry_size] = b"\xa5" * (4 * ring.entry_size)
+    c.destroy_qp(old)
+    new = c.create_qp(pd, cq)
+    assert (new.drv.sq.mmap_offset, new.drv.sq.ring_offset) == \
+        (old.drv.sq.mmap_offset, old.drv.sq.ring_offset)
+    fresh = c.ring(new.drv.sq)
+    assert fresh.producer == 0 and fresh.consumer == 0
+    body = fresh.ring_bytes()[192:]
+    assert body == bytes(len(body))
+    # The QP still works: the mapping of the destroyed QP is the same
+    # memory, so its writes now land in the new ring, which the kernel
+    # validates like any other.
+    c.modify_qp(new, QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
+                qp_state=INIT, port_num=1, qp_access_flags=ACCESS_ALL)
+    c.destroy_qp(new)
+    c.destroy_qp(keep)
 
 
 # ---- Rings scribbled on while traffic runs --------------------------------

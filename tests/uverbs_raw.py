@@ -181,7 +181,9 @@ SrnicUctxResp = _s("SrnicUctxResp", [
 SrnicPdResp = _s("SrnicPdResp", [("pdn", u32), ("reserved", u32)])
 QueueDesc = _s("QueueDesc", [("mmap_offset", u64), ("mmap_size", u32),
                              ("num_entries", u32), ("entry_size", u32),
+                             ("ring_offset", u32), ("flags", u32),
                              ("reserved", u32)])
+QUEUE_DESC_SHARED = 1
 SrnicCqResp = _s("SrnicCqResp", [("ring", QueueDesc), ("cqn", u32),
                                  ("reserved", u32)])
 SrnicQpResp = _s("SrnicQpResp", [("sq", QueueDesc), ("rq", QueueDesc),
@@ -202,8 +204,8 @@ for _t, _n in ((CmdHdr, 8), (ExCmdHdr, 16), (CreateCq, 32), (RegMr, 40),
                (CreateQp, 56), (CreateQpResp, 32), (QpDest, 32),
                (ModifyQp, 112), (ExModifyQp, 120), (QueryQpResp, 128),
                (SendWr, 56), (RecvWr, 16), (SrnicUctxResp, 16),
-               (QueueDesc, 24), (SrnicCqResp, 32), (SrnicQpResp, 56),
-               (SrnicSrqResp, 32), (CreateSrq, 32), (CreateSrqResp, 16),
+               (QueueDesc, 32), (SrnicCqResp, 40), (SrnicQpResp, 72),
+               (SrnicSrqResp, 40), (CreateSrq, 32), (CreateSrqResp, 16),
                (DestroySrq, 16)):
     assert C.sizeof(_t) == _n, (_t.__name__, C.sizeof(_t), _n)
 assert QueryQpResp.qp_state.offset == 108 and ModifyQp.qp_state.offset == 96
@@ -230,10 +232,12 @@ def ipv4_gid_bytes(addr):
 
 class Ring:
     """A ring mmap()ed from the context fd, as struct srnic_queue_desc
-    describes it."""
+    describes it: the whole mapping (a small SQ's is shared with other
+    rings), the ring from byte desc.ring_offset."""
 
     def __init__(self, fd, desc, ctrl_size):
         self.desc = desc
+        self.base = desc.ring_offset
         self.num_entries = desc.num_entries
         self.entry_size = desc.entry_size
         self.ctrl_size = ctrl_size
@@ -242,14 +246,21 @@ class Ring:
                              offset=desc.mmap_offset)
 
     def get32(self, off):
-        return struct.unpack_from("<I", self.map, off)[0]
+        """The u32 at off in the control record."""
+        return struct.unpack_from("<I", self.map, self.base + off)[0]
 
     def put32(self, off, value):
-        struct.pack_into("<I", self.map, off, value & 0xffffffff)
+        struct.pack_into("<I", self.map, self.base + off, value & 0xffffffff)
 
     def entry_offset(self, index):
-        return self.ctrl_size + (index & (self.num_entries - 1)) * \
-            self.entry_size
+        """Where entry index is in the mapping (self.map)."""
+        return self.base + self.ctrl_size + \
+            (index & (self.num_entries - 1)) * self.entry_size
+
+    def ring_bytes(self):
+        """The ring's bytes: control record and entries."""
+        end = self.entry_offset(self.num_entries - 1) + self.entry_size
+        return bytes(self.map[self.base:end])
 
     producer = property(lambda self: self.get32(CTRL_PRODUCER))
     consumer = property(lambda self: self.get32(CTRL_CONSUMER))

@@ -2,12 +2,14 @@
 #include "context.h"
 
 #include "log.h"
+#include "ring_maps.h"
 #include "sysfs.h"
 
 #include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <optional>
 #include <unistd.h>
 
@@ -21,6 +23,7 @@ namespace
 struct ContextDeleter {
 	void operator()(Context *ctx) const noexcept
 	{
+		delete ctx->ring_maps;
 		verbs_uninit_context(&ctx->ibv_ctx);
 		free(ctx);
 	}
@@ -34,7 +37,15 @@ ContextPtr alloc_verbs_context(ibv_device *device, int cmd_fd) noexcept
 	// offset is 0 (asserted in context.h), hence nullptr.
 	void *mem = _verbs_init_and_alloc_context(device, cmd_fd, sizeof(Context), nullptr,
 						  RDMA_DRIVER_UNKNOWN);
-	return ContextPtr(static_cast<Context *>(mem));
+	ContextPtr ctx(static_cast<Context *>(mem));
+	if (ctx) {
+		ctx->ring_maps = new (std::nothrow) RingMaps();
+		if (!ctx->ring_maps) {
+			ctx.reset();
+			errno = ENOMEM;
+		}
+	}
+	return ctx;
 }
 
 // Releases a half-opened context and reports err the way alloc_context must:

@@ -23,9 +23,12 @@ struct ContextLimits {
 	uint32_t page_size;	  // granularity of every ring mapping
 };
 
+class RingMaps;
+
 struct Context {
 	verbs_context ibv_ctx; // first: libibverbs allocates and frees us through it
 	ContextLimits limits;
+	RingMaps *ring_maps; // the mappings its small rings share; owned
 };
 
 // libibverbs allocates a Context with calloc() (_verbs_init_and_alloc_context)

@@ -14,7 +14,7 @@ namespace srnic
 int map_created_cq(Cq &cq, ibv_context *ibctx, const srnic_create_cq_resp &resp) noexcept
 {
 	Context *ctx = to_srnic_context(ibctx);
-	int err = cq.ring.map(ibctx->cmd_fd, resp.ring, ctx->limits.queue_ctrl_size,
+	int err = cq.ring.map(*ctx->ring_maps, ibctx->cmd_fd, resp.ring, ctx->limits.queue_ctrl_size,
 			      sizeof(srnic_cqe));
 	if (!err && resp.ring.num_entries <= static_cast<uint32_t>(cq.vcq.cq.cqe))
 		err = EPROTO; // the ring must hold every CQE the CQ promises
@@ -73,7 +73,7 @@ int resize_cq(ibv_cq *ibcq, int cqe) noexcept
 		return err;
 
 	RingMapping ring;
-	err = ring.map(ibcq->context->cmd_fd, resp.driver.ring, ctx->limits.queue_ctrl_size,
+	err = ring.map(*ctx->ring_maps, ibcq->context->cmd_fd, resp.driver.ring, ctx->limits.queue_ctrl_size,
 		       sizeof(srnic_cqe));
 	if (!err && resp.driver.ring.num_entries <= static_cast<uint32_t>(ibcq->cqe))
 		err = EPROTO;

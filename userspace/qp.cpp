@@ -139,9 +139,9 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 	// receives nothing: no RQ to map.
 	const bool has_rq = !attr->srq && attr->qp_type != IBV_QPT_XRC_SEND;
 	const uint32_t ctrl_size = ctx->limits.queue_ctrl_size;
-	err = qp->sq_ring.map(ibctx->cmd_fd, resp.driver.sq, ctrl_size, sizeof(srnic_send_wqe));
+	err = qp->sq_ring.map(*ctx->ring_maps, ibctx->cmd_fd, resp.driver.sq, ctrl_size, sizeof(srnic_send_wqe));
 	if (!err && has_rq)
-		err = qp->rq_ring.map(ibctx->cmd_fd, resp.driver.rq, ctrl_size,
+		err = qp->rq_ring.map(*ctx->ring_maps, ibctx->cmd_fd, resp.driver.rq, ctrl_size,
 				      sizeof(srnic_recv_wqe));
 	if (!err && !qp_caps_fit_rings(attr->cap, resp.driver.sq, resp.driver.rq, has_rq))
 		err = EPROTO;

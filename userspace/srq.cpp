@@ -56,7 +56,7 @@ ibv_srq *create_srq_ex(ibv_context *ibctx, ibv_srq_init_attr_ex *attr) noexcept
 		return nullptr;
 	}
 
-	err = srq->ring.map(ibctx->cmd_fd, resp.driver.rq, ctx->limits.queue_ctrl_size,
+	err = srq->ring.map(*ctx->ring_maps, ibctx->cmd_fd, resp.driver.rq, ctx->limits.queue_ctrl_size,
 			    sizeof(srnic_recv_wqe));
 	if (!err && !recv_caps_fit_ring(attr->attr.max_wr, attr->attr.max_sge, resp.driver.rq))
 		err = EPROTO;

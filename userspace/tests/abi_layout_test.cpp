@@ -125,7 +125,7 @@ TEST(VerbsCommands, ResizeCqCarriesTheSrnicRequestAndResponse)
 	EXPECT_EQ(offsetof(ResizeCqCmd, driver), sizeof(struct ibv_resize_cq));
 	EXPECT_EQ(sizeof(ibv_resize_cq_resp_core), sizeof(ib_uverbs_resize_cq_resp));
 	EXPECT_EQ(offsetof(ResizeCqResp, driver), sizeof(ib_uverbs_resize_cq_resp));
-	EXPECT_EQ(sizeof(ResizeCqResp) - sizeof(ib_uverbs_resize_cq_resp), 24u);
+	EXPECT_EQ(sizeof(ResizeCqResp) - sizeof(ib_uverbs_resize_cq_resp), 32u);
 }
 
 TEST(VerbsCommands, ReregMrCarriesNoSrnicData)

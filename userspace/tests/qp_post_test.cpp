@@ -380,9 +380,9 @@ TEST_F(QpPostTest, RecvWritesWqeAndChecks)
 TEST(QpCapsTest, CapsMustFitRings)
 {
 	srnic_queue_desc sq = {.mmap_offset = 0, .mmap_size = 0, .num_entries = 8,
-			       .entry_size = 128, .reserved = 0};
+			       .entry_size = 128, .ring_offset = 0, .flags = 0, .reserved = 0};
 	srnic_queue_desc rq = {.mmap_offset = 0, .mmap_size = 0, .num_entries = 8,
-			       .entry_size = 64, .reserved = 0};
+			       .entry_size = 64, .ring_offset = 0, .flags = 0, .reserved = 0};
 	ibv_qp_cap cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 4,
 			  .max_recv_sge = 3, .max_inline_data = 64};
 	EXPECT_TRUE(qp_caps_fit_rings(cap, sq, rq));

@@ -129,7 +129,7 @@ TEST(SrqQpTest, QpWithSrqHasNoRqAndRefusesPostRecv)
 TEST(SrqCapsTest, RecvCapsMustFitRing)
 {
 	srnic_queue_desc ring = {.mmap_offset = 0, .mmap_size = 8192, .num_entries = 8,
-				 .entry_size = 64, .reserved = 0};
+				 .entry_size = 64, .ring_offset = 0, .flags = 0, .reserved = 0};
 	EXPECT_TRUE(recv_caps_fit_ring(8, 3, ring));
 	EXPECT_FALSE(recv_caps_fit_ring(9, 3, ring));
 	EXPECT_FALSE(recv_caps_fit_ring(8, 4, ring));
@@ -140,7 +140,7 @@ TEST(SrqCapsTest, RecvCapsMustFitRing)
 TEST(SrqCapsTest, QpWithSrqMustGetNoRq)
 {
 	srnic_queue_desc sq = {.mmap_offset = 0, .mmap_size = 8192, .num_entries = 8,
-			       .entry_size = 128, .reserved = 0};
+			       .entry_size = 128, .ring_offset = 0, .flags = 0, .reserved = 0};
 	srnic_queue_desc rq = {};
 	ibv_qp_cap cap = {.max_send_wr = 8, .max_recv_wr = 0, .max_send_sge = 4,
 			  .max_recv_sge = 0, .max_inline_data = 64};

@@ -26,7 +26,7 @@
  * reports it as the device's uverbs ABI version, and libibverbs refuses to
  * bind a provider built for another one.
  */
-#define SRNIC_ABI_VERSION 2
+#define SRNIC_ABI_VERSION 3
 
 /*
  * The sysfs attribute (/sys/class/infiniband/<dev>/srnic_abi_version) that
@@ -67,16 +67,29 @@ struct srnic_alloc_pd_resp {
 };
 
 /*
- * Where one ring lives in the process: mmap(fd = context fd,
- * offset = mmap_offset, length = mmap_size). The mapping starts with a
- * struct srnic_queue_ctrl padded to queue_ctrl_size, followed by
- * num_entries entries of entry_size bytes (both powers of two).
+ * Where one ring lives in the process: in the mapping mmap(fd = context
+ * fd, offset = mmap_offset, length = mmap_size), from byte ring_offset
+ * (a multiple of SRNIC_CACHELINE_SIZE): a struct srnic_queue_ctrl padded
+ * to queue_ctrl_size, followed by num_entries entries of entry_size bytes
+ * (both powers of two).
+ *
+ * With SRNIC_QUEUE_DESC_SHARED in flags the mapping is shared: other
+ * rings of the context (small SQs, from one chunk of the kernel's ring
+ * arena) live in it at their own ring_offset. The provider maps each such
+ * mmap_offset once and unmaps it when the last of its rings is destroyed.
+ * Without it the mapping is the ring's alone and ring_offset is 0.
  */
+enum srnic_queue_desc_flags {
+	SRNIC_QUEUE_DESC_SHARED = 1 << 0,
+};
+
 struct srnic_queue_desc {
 	__aligned_u64 mmap_offset;
 	__u32 mmap_size;
 	__u32 num_entries;
 	__u32 entry_size;
+	__u32 ring_offset;
+	__u32 flags;		/* enum srnic_queue_desc_flags */
 	__u32 reserved;
 };
 
@@ -466,16 +479,16 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_ucontext_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_direct_loan_resp, 48);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_ucontext_resp, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_alloc_pd_resp, 8);
-SRNIC_ABI_ASSERT_SIZE(struct srnic_queue_desc, 24);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_queue_desc, 32);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_cq_req, 8);
-SRNIC_ABI_ASSERT_SIZE(struct srnic_create_cq_resp, 32);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_cq_resp, 40);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_req, 8);
-SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_resp, 56);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_resp, 72);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_req, 8);
-SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_resp, 32);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_resp, 40);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_ah_resp, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_resize_cq_req, 8);
-SRNIC_ABI_ASSERT_SIZE(struct srnic_resize_cq_resp, 24);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_resize_cq_resp, 32);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_queue_ctrl, 3 * SRNIC_CACHELINE_SIZE);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_sge, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_send_wqe, 64);
