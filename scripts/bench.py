@@ -64,7 +64,7 @@ The measurements, in this order (see Documentation/performance.rst):
               process's anonymous memory) and the guest's busy CPU over
               10 s with them idle
   qpscale_many  100000 idle RC QPs with an SRQ (SRNIC_BENCH_QPSCALE_QPS)
-              through scripts/qpscale.c on srnic's wire setup; about 10
+              through scripts/qpscale.c on srnic's wire setup; about 12
               minutes, so only when named in SRNIC_BENCH_SECTIONS
   incast      ECN congestion control (issue 23): four hosts (netns on a
               bridge) keep 64 KiB RDMA WRITEs in flight to a fifth for 8 s
@@ -123,7 +123,7 @@ def only_lines(lines, tools):
 PERFTESTS, SYSCALL_TOOLS = only_lines(PERFTESTS, SYSCALL_TOOLS)
 # SRNIC_BENCH_SECTIONS="cpu,syscalls": only these parts of the one-VM run
 # (memcpy, perftest, syscalls, cpu, qpscale, nvme, loss, incast), for a
-# quick look; unset: all of these. qpscale_many (100 000 QPs, about 10
+# quick look; unset: all of these. qpscale_many (100 000 QPs, about 12
 # minutes in the VM) runs only when named: SRNIC_BENCH_SECTIONS=qpscale_many.
 SECTIONS = set(w for w in os.environ.get(
     "SRNIC_BENCH_SECTIONS",
