@@ -42,6 +42,8 @@ PACKAGES=(
 	libgtest-dev
 	# the kernel ULPs' suites (tests/test_nvme_rdma.py, test_nfs_rdma.py, test_iser.py)
 	nvme-cli fio nfs-kernel-server python3-rtslib-fb open-iscsi
+	# an MPI job across two VMs over srnic (tests/test_mpi_two_kernels.py)
+	openmpi-bin libopenmpi-dev libucx0 ucx-utils
 	# make bench: the two kernels' wire measured by itself (scripts/bench.py)
 	qperf
 	# make deb inside the root, and the install suite's dpkg -i of srnic-dkms in its VM

@@ -18,6 +18,8 @@ Settings a user needs too (README.md, "Using it on a real host"):
   datagram's GRH destination against its own GID and drops srnic's and
   rxe's alike (its endpoint times out after 30 s without it).
 """
+import glob
+import re
 import shutil
 from pathlib import Path
 
@@ -32,6 +34,9 @@ HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "mpi" / "pingpong_allreduce.c"
 AGENT = HERE / "mpi" / "rsh_agent"
 PROGRAM = "/tmp/srnic-mpi-pingpong-allreduce"
+# The host names of this VM and of the peer during the job (both VMs boot
+# the same root, with one name): tests/mpi/rsh_agent names the peer.
+LOCAL_NAME, PEER_NAME = "srnic-mpi-local", "srnic-mpi-peer"
 
 
 @pytest.fixture(scope="module")
@@ -40,16 +45,68 @@ def devices(peer):
     on both (each VM's /tmp is its own)."""
     assert shutil.which("mpicc") and shutil.which("mpirun"), \
         "Open MPI is missing: scripts/setup-deps.sh installs it"
+    if not ucx_has_verbs_transports():
+        pytest.skip(f"this platform's UCX ({ucx_version()}) is packaged "
+                    "without its InfiniBand transports (no libuct_ib.so): "
+                    "no rc_verbs or ud_verbs to run Open MPI over")
     local = peer_vm.make_device("srnic", peer_vm.LOCAL_ADDR)
     remote = peer.python(
         "import peer; print(peer.make_device("
         f"'srnic', {peer_vm.PEER_ADDR!r}))", timeout=180).stdout.strip()
+    # The nodes by name, as on a cluster: PRRTE (Open MPI 5 and later)
+    # matches the names of --host against the names its daemons report,
+    # and an address there stays a node apart, with no daemon and no slot.
+    hosts = "".join(f"{addr.split('/')[0]} {name}\n" for addr, name in (
+        (peer_vm.LOCAL_ADDR, LOCAL_NAME), (peer_vm.PEER_ADDR, PEER_NAME)))
+    for run in (harness.run, peer.run):
+        run("sh", "-c", f"printf '{hosts}' >>/etc/hosts", timeout=60)
     build = ("mpicc", "-O2", "-o", PROGRAM, str(SOURCE))
     harness.run(*build, timeout=120)
     peer.run(*build, timeout=120)
     yield local, remote
     for name in harness.rdma_links():
         harness.run("rdma", "link", "delete", name, check=False, timeout=120)
+
+
+def ucx_version():
+    out = harness.run("ucx_info", "-v", check=False, timeout=60).stdout
+    m = re.search(r"Library version: (\S+)", out)
+    return m.group(1) if m else "unknown version"
+
+
+def ucx_has_verbs_transports():
+    """Whether UCX's verbs transports (rc_verbs, ud_verbs: the uct_ib
+    module) are installed. Debian sid's libucx0 1.23.0~rc1 ships without
+    them (2026-12-06), so UCX there sees no RDMA device at all, srnic's,
+    rxe's or a NIC's."""
+    return bool(glob.glob("/usr/lib/*/ucx/libuct_ib.so*"))
+
+
+def open_mpi_major():
+    """Open MPI's major version, from mpirun --version."""
+    out = harness.run("mpirun", "--version", timeout=60).stdout
+    m = re.search(r"\(Open MPI\) (\d+)\.", out)
+    assert m, out
+    return int(m.group(1))
+
+
+def launcher_args(subnet):
+    """How mpirun starts its daemon on the peer (through AGENT, one hop)
+    and which network its daemons talk over. Open MPI 4 (bookworm) has its
+    own runtime, whose rsh launcher takes plm_rsh_*; Open MPI 5 and 6
+    (trixie, sid) run on PRRTE, whose launcher is "ssh" and whose
+    parameters go through --prtemca; there openib is gone too."""
+    major = open_mpi_major()
+    if major < 5:
+        return ["--mca", "plm_rsh_agent", str(AGENT),
+                "--mca", "plm_rsh_no_tree_spawn", "1",
+                "--mca", "oob_tcp_if_include", subnet,
+                "--mca", "btl", "^openib"]
+    # PRRTE 4 (Open MPI 6) renamed oob_tcp_if_include, with a warning.
+    if_include = "oob_tcp_if_include" if major < 6 else "prte_if_include"
+    return ["--prtemca", "plm_ssh_agent", str(AGENT),
+            "--prtemca", "plm_ssh_no_tree_spawn", "1",
+            "--prtemca", if_include, subnet]
 
 
 def packets(peer, local, remote):
@@ -64,18 +121,13 @@ def packets(peer, local, remote):
 
 def test_mpi_pingpong_and_allreduce_between_two_kernels(peer, devices):
     local, remote = devices
-    local_addr = peer_vm.LOCAL_ADDR.split("/")[0]
-    peer_addr = peer_vm.PEER_ADDR.split("/")[0]
     subnet = "198.18.99.0/24"
     before = packets(peer, local, remote)
     mpirun = [
-        "mpirun", "--host", f"{local_addr},{peer_addr}", "-np", "2",
-        "--mca", "plm_rsh_agent", str(AGENT),
-        "--mca", "plm_rsh_no_tree_spawn", "1",
-        "--mca", "oob_tcp_if_include", subnet,
+        "mpirun", "--host", f"{LOCAL_NAME},{PEER_NAME}", "-np", "2",
+        *launcher_args(subnet),
         "--bind-to", "none",
-        "--mca", "pml", "ucx", "--mca", "btl", "^openib",
-        "--mca", "osc", "^ucx",
+        "--mca", "pml", "ucx", "--mca", "osc", "^ucx",
         "-x", "UCX_TLS=rc_verbs,ud_verbs,self",
         "-x", "UCX_NET_DEVICES=srnic0:1",
         "-x", "UCX_UD_VERBS_ETH_DGID_CHECK=n",
@@ -83,7 +135,7 @@ def test_mpi_pingpong_and_allreduce_between_two_kernels(peer, devices):
     p = harness.run(
         "env", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
         "unshare", "--uts", "sh", "-c",
-        'hostname srnic-mpi-local && exec "$@"', "sh", *mpirun,
+        f'hostname {LOCAL_NAME} && exec "$@"', "sh", *mpirun,
         check=False, timeout=300)
     out = p.stdout + p.stderr
     print(out)
