@@ -351,6 +351,23 @@ static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
 }
 
 /*
+ * How many UDP source ports (paths) the requester spreads its requests
+ * over: the device's multipath setting where selective repeat is on and
+ * the peer keeps what comes early (an srnic with selective repeat:
+ * req.peer_sr); 1 otherwise. Sending, and telling loss from the
+ * reordering spraying brings, both ask here.
+ */
+static u8 srnic_req_paths(struct srnic_qp *qp)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+
+	if (qp->ibqp.qp_type != IB_QPT_RC || !qp->req.peer_sr ||
+	    !READ_ONCE(sdev->selective_repeat))
+		return 1;
+	return READ_ONCE(sdev->multipath);
+}
+
+/*
  * Multipath (sysfs multipath > 1, the peer doing selective repeat): the
  * UDP source port of @psn, one of @paths next to the QP's own (in RoCEv2's
  * 0xc000-0xffff), in turn per SRNIC_REQ_SPRAY_CHUNK PSNs; ECMP hashes
@@ -383,7 +400,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	bool sr = qp->ibqp.qp_type == IB_QPT_RC &&
 		  READ_ONCE(sdev->selective_repeat);
-	u8 paths = sr && req->peer_sr ? READ_ONCE(sdev->multipath) : 1;
+	u8 paths = srnic_req_paths(qp);
 	u32 mtu = srnic_qp_mtu(qp);
 	const struct srnic_send_wqe *wqe;
 	enum ib_wc_status status;
@@ -559,7 +576,7 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 {
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	struct srnic_req *req = &qp->req;
-	u8 paths = req->peer_sr ? READ_ONCE(sdev->multipath) : 1;
+	u8 paths = srnic_req_paths(qp);
 	u32 sent_to = req->resend_psn;
 	u32 lost_below = 0;
 	bool lost_again = false;
@@ -690,15 +707,13 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 	bool probe = req->resend_all &&
 		     srnic_psn_cmp(req->resend_psn, req->una_psn) <= 0;
 	u32 threshold = SRNIC_REQ_SACK_THRESHOLD;
-	u8 paths = READ_ONCE(sdev->multipath);
 	u32 above;
 
 	/*
 	 * Sprayed, a chunk on a slower path is overtaken by the other
 	 * paths' chunks of its turn: that much is reordering, not loss.
 	 */
-	if (req->peer_sr && paths > 1)
-		threshold += (paths - 1) * SRNIC_REQ_SPRAY_CHUNK;
+	threshold += (srnic_req_paths(qp) - 1) * SRNIC_REQ_SPRAY_CHUNK;
 
 	if (srnic_psn_cmp(req->resend_psn, req->una_psn) < 0)
 		req->resend_psn = req->una_psn;

@@ -141,13 +141,21 @@ srnic_queue_desc shared_desc(uint32_t mmap_size, uint32_t ring_offset)
 	return d;
 }
 
-TEST(RingMappingTest, RingsOfOneChunkShareItsMemory)
+// One chunk of eight pages, as the kernel's ring arena would hand out, and
+// the size of an SQ of 16 WQEs of 128 bytes in it.
+class RingMappingTest : public ::testing::Test
 {
+    protected:
+	void SetUp() override { ASSERT_GE(memfd.fd(), 0); }
+
 	const uint32_t chunk = static_cast<uint32_t>(8 * page_size());
 	const uint32_t ring = kCtrl + 16 * 128;
-	Memfd memfd(chunk);
-	ASSERT_GE(memfd.fd(), 0);
+	Memfd memfd{chunk};
 	RingMaps maps;
+};
+
+TEST_F(RingMappingTest, RingsOfOneChunkShareItsMemory)
+{
 	RingMapping first, second;
 	ASSERT_EQ(first.map(maps, memfd.fd(), shared_desc(chunk, 0), kCtrl, 64), 0);
 	ASSERT_EQ(second.map(maps, memfd.fd(), shared_desc(chunk, ring), kCtrl, 64), 0);
@@ -166,13 +174,8 @@ TEST(RingMappingTest, RingsOfOneChunkShareItsMemory)
 	EXPECT_EQ(maps.count(), 0u);
 }
 
-TEST(RingMappingTest, RefusesMisplacedRings)
+TEST_F(RingMappingTest, RefusesMisplacedRings)
 {
-	const uint32_t chunk = static_cast<uint32_t>(8 * page_size());
-	const uint32_t ring = kCtrl + 16 * 128;
-	Memfd memfd(chunk);
-	ASSERT_GE(memfd.fd(), 0);
-	RingMaps maps;
 	RingMapping r;
 	srnic_queue_desc d = shared_desc(chunk, chunk - ring);
 	EXPECT_EQ(r.map(maps, memfd.fd(), d, kCtrl, 64), 0); // the chunk's last bytes
