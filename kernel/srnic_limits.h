@@ -32,12 +32,13 @@
 
 /*
  * CQ and QP limits. They keep every ring within SRNIC_QUEUE_MAX_BYTES:
- * a CQ of SRNIC_MAX_CQE + 1 entries of 64 bytes is 4 MiB, an SQ of
+ * a CQ of SRNIC_MAX_CQE + 1 entries of 64 bytes is 32 MiB (libfabric's
+ * ofi_rxm asks its verbs CQs for 65536 entries and fails below), an SQ of
  * SRNIC_MAX_QP_WR entries of at most 1 KiB (64-byte header and 32 SGEs or
  * 512 bytes of inline data, rounded up) is 16 MiB.
  */
 #define SRNIC_MAX_CQ BIT(14)
-#define SRNIC_MAX_CQE (BIT(16) - 1)
+#define SRNIC_MAX_CQE (BIT(19) - 1)
 #define SRNIC_MAX_QP BIT(17)
 #define SRNIC_MIN_QPN 2		/* QPN 0 and 1 are the special QPs */
 #define SRNIC_GSI_QPN 1		/* QP1: ib_mad's GSI QP (CM, rdma_cm) */

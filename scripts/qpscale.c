@@ -7,11 +7,12 @@
  * SQ_DEPTH WQEs, one SGE, receives from the SRQ, max_dest_rd_atomic 1),
  * the two of a pair on the two devices (or both on the one), connected to
  * each other through the ports' RoCE v2 GIDs GID_INDEXES (one, or one
- * per device joined by a comma) (RESET, INIT, RTR, RTS). Two devices of two network namespaces talk over the wire; QPs of
- * one device deliver locally. Several processes because
- * each QP's SQ ring is one mapping and a process may have at most
- * vm.max_map_count (65530) of them. Every 1000th pair moves 64 bytes each
- * way (RDMA WRITE, checked) so that the QPs are known to work.
+ * per device joined by a comma) (RESET, INIT, RTR, RTS). Two devices of
+ * two network namespaces talk over the wire; QPs of one device deliver
+ * locally. Several processes, as many applications would be (small SQs
+ * share their context's mappings, so vm.max_map_count, 65530 mappings per
+ * process, no longer bounds the QPs of one). Every 1000th pair moves 64
+ * bytes each way (RDMA WRITE, checked) so that the QPs are known to work.
  *
  * The parent reads /proc/meminfo before and after (all QPs created and
  * connected, the children waiting; caches dropped each time when root),
@@ -25,8 +26,8 @@
  *   cc -O2 -o /tmp/qpscale scripts/qpscale.c -libverbs
  *   /tmp/qpscale DEVICES GID_INDEXES PROCS PAIRS [SQ_DEPTH [IDLE_S]]
  *
- * make bench runs it (scripts/bench.py, section qpscale); so does
- * tests/test_qp.py with fewer QPs.
+ * make bench runs it (scripts/bench.py, sections qpscale and
+ * qpscale_many); so does tests/test_qp_scale.py with fewer QPs.
  */
 #include <infiniband/verbs.h>
 #include <errno.h>

@@ -49,7 +49,7 @@ EBUSY, EBADF = errno.EBUSY, errno.EBADF
 RNR_RETRY_EXC_ERR = 13
 
 # The limits srnic.h sets and query_device reports.
-MAX_CQE, MAX_QP_WR, MAX_SGE, MAX_INLINE = 65535, 16384, 32, 512
+MAX_CQE, MAX_QP_WR, MAX_SGE, MAX_INLINE = (1 << 19) - 1, 16384, 32, 512
 
 OPEN = []
 
