@@ -446,6 +446,7 @@ void srnic_req_rnr_wait(struct srnic_qp *qp, u8 code);
 bool srnic_req_rnr_wait_over(struct srnic_qp *qp);
 void srnic_qp_ask_doorbells(struct srnic_qp *qp);
 void srnic_qp_woken(struct srnic_engine_task *task);
+bool srnic_task_defer_if_faulting(struct srnic_qp *qp);
 void srnic_sq_stream_begin(struct srnic_qp *qp);
 void srnic_sq_stream_check(struct srnic_qp *qp);
 

@@ -555,8 +555,7 @@ static bool srnic_rx_continues_stream(struct srnic_qp *qp,
 	bool stream = false;
 	u64 now;
 
-	/* A UD QP's packets go to its engine either way. */
-	if (srnic_qp_is_ud(qp) || !(pkt->flags & SRNIC_OPF_REQUEST) ||
+	if (!(pkt->flags & SRNIC_OPF_REQUEST) ||
 	    !(pkt->flags & (SRNIC_OPF_FIRST | SRNIC_OPF_LAST)))
 		return false;
 	now = ktime_get_ns();
@@ -581,11 +580,11 @@ static bool srnic_rx_continues_stream(struct srnic_qp *qp,
  *	the QP's task does both (srnic_rx_icrc_checked())
  *
  * The task runs right here when it may run without sleeping
- * (srnic_engine_task_kick(): a kernel RC, UC or XRC_INI QP's, a user one's
- * reached over the wire), as rxe's responder runs in the receiving
- * softirq: one budget of the QP's work per packet, within the budget NAPI
- * gives the softirq; otherwise, and for a stream of requests the QP does
- * not answer, its engine runs it.
+ * (srnic_engine_task_kick(): a kernel QP's but XRC_TGT's, a user UD QP's,
+ * a user RC, UC or XRC_INI one's reached over the wire), as rxe's
+ * responder runs in the receiving softirq: one budget of the QP's work per
+ * packet, within the budget NAPI gives the softirq; otherwise, and for a
+ * stream of requests the QP does not answer, its engine runs it.
  *
  * Return: SRNIC_CNT_RX_PACKETS when queued, else the drop counter
  * (the QP does not take the packet, or its queue is full). Context: softirq.

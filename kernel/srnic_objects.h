@@ -1139,10 +1139,13 @@ struct srnic_path {
  * @owner_mm: user QPs: its mm (mmgrab()), for the direct path's access
  *	      check
  * @owner_tgid: user QPs: that process
- * @rx_msgs: request messages the QP's responder has taken (a count that
- *	     wraps), for srnic_sq_doorbell()
+ * @rx_msgs: request messages the QP's responder has taken, datagrams a
+ *	     UD QP has received (a count that wraps), for
+ *	     srnic_sq_doorbell()
  * @doorbell_ns: when the SQ's doorbell last rang (ktime_get_ns())
  * @doorbell_rx_msgs: @rx_msgs then
+ * @doorbell_streak: doorbells in a row that came close to the one before,
+ *		     with nothing received in between (srnic_sq_doorbell())
  * @stream_producer: the SQ's producer index the engine last saw new posts
  *		     at, while it polls the SQ (srnic_sq_stream_check())
  * @stream_rx_msgs: @rx_msgs then
@@ -1180,6 +1183,7 @@ struct srnic_qp {
 	atomic_t rx_msgs;
 	u64 doorbell_ns;
 	u32 doorbell_rx_msgs;
+	u32 doorbell_streak;
 	u32 stream_producer;
 	u32 stream_rx_msgs;
 	atomic_t rx_unanswered;

@@ -92,14 +92,24 @@ static int srnic_qp_check_caps(const struct ib_qp_cap *cap, bool has_srq)
 }
 
 /*
+ * Doorbells in a row, each close to the one before with nothing received
+ * in between, that make a stream. One would take a ping-pong whose every
+ * turn posts two or three WQEs (UCX's UD transport sends its ACK beside
+ * the reply; a ULP posts a READ and then a SEND) for a stream, and hand
+ * its SQ to the engine's polling naps: 2 ms per round trip.
+ */
+#define SRNIC_SQ_STREAM_DOORBELLS 4U
+
+/*
  * The doorbell syscall of a user QP's SQ. The requester's work is done in
  * the caller's context (srnic_engine_task_run_here()), as rxe does it in
  * the poster's system call: a ping-pong or an occasional post costs one
  * syscall and no thread's wake-up. A stream would cost a syscall per post
- * that way, so a doorbell that comes within the engine's longest polling
- * window of the previous one, with no request received in between
- * (nothing the poster waited for), hands the SQ to the engine instead,
- * which polls it: later posts need no syscall while the stream lasts.
+ * that way, so doorbells in a row (SRNIC_SQ_STREAM_DOORBELLS) that each
+ * come within the engine's longest polling window of the previous one,
+ * with no request received in between (nothing the poster waited for),
+ * hand the SQ to the engine instead, which polls it: later posts need no
+ * syscall while the stream lasts.
  * Received requests (@rx_msgs) tell the two apart: a bidirectional stream
  * is served like a ping-pong, a syscall per post, as by rxe.
  */
@@ -108,14 +118,17 @@ static void srnic_sq_doorbell(struct srnic_qp *qp)
 	u32 rx = atomic_read(&qp->rx_msgs);
 	u64 now = ktime_get_ns();
 	u64 gap = now - READ_ONCE(qp->doorbell_ns);
-	bool stream;
+	u32 streak = 0;
 
 	/* Racy between threads posting to one QP: a hint, either way right. */
-	stream = gap < srnic_engine_stream_ns() &&
-		 rx == READ_ONCE(qp->doorbell_rx_msgs);
+	if (gap < srnic_engine_stream_ns() &&
+	    rx == READ_ONCE(qp->doorbell_rx_msgs))
+		streak = min(READ_ONCE(qp->doorbell_streak) + 1,
+			     SRNIC_SQ_STREAM_DOORBELLS);
 	WRITE_ONCE(qp->doorbell_ns, now);
 	WRITE_ONCE(qp->doorbell_rx_msgs, rx);
-	if (stream) {
+	WRITE_ONCE(qp->doorbell_streak, streak);
+	if (streak >= SRNIC_SQ_STREAM_DOORBELLS) {
 		srnic_sq_stream_begin(qp);
 		srnic_engine_task_poll(&qp->task, gap);
 	} else {
@@ -132,8 +145,10 @@ static void srnic_sq_doorbell(struct srnic_qp *qp)
  * only for what one budget leaves); a kernel RC, UC or XRC QP's post runs
  * it in the caller's context too, which may be atomic
  * (srnic_engine_task_kick()), so that a ULP's request and its answer
- * between two QPs of one host wake no thread. UD and GSI QPs' posts, and a
- * user RQ's doorbell, wake the engine. A kernel QP's receive WQEs need no
+ * between two QPs of one host wake no thread; so does a kernel UD or GSI
+ * QP's (ib_mad posts with interrupts disabled: the engine runs those). A
+ * user RQ's doorbell runs the task the same way, once the QP may run
+ * without sleeping. A kernel QP's receive WQEs need no
  * run: nothing waits for them (an RC message that finds the RQ empty is
  * answered with an RNR NAK, locally or on the wire, and its requester
  * retries on its own timer; a UC or UD one is dropped), and the responder
@@ -280,10 +295,10 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			       srnic_qp_is_ud(qp) ? &srnic_ud_task_ops :
 			       &srnic_qp_task_ops, qpn);
 	/*
-	 * A kernel RC, UC or XRC_INI QP's work never needs to sleep: its
+	 * A kernel RC, UC, UD or XRC_INI QP's work never needs to sleep: its
 	 * posts and received packets run it where they come from.
 	 */
-	if (!udata && !srnic_qp_is_ud(qp) && !xrc_tgt)
+	if (!udata && !xrc_tgt)
 		srnic_engine_task_allow_atomic(&qp->task);
 	srnic_engine_task_start(&qp->task);
 
@@ -458,18 +473,20 @@ static void srnic_qp_store_attrs(struct srnic_qp *qp,
 }
 
 /*
- * Whether a user RC, UC or XRC_INI QP's work may run where it may not
- * sleep (its received packets then run it in the receiving softirq): while
- * its destination is over the wire. Local delivery's destinations, and
- * the direct windows and loans between QPs of one device, may need to
- * sleep. Called by modify_qp, direct_mutex held, state_lock not: a run
- * forbidden to go on may be waiting for it.
+ * Whether a user QP's work may run where it may not sleep (its received
+ * packets then run it in the receiving softirq): past INIT, and for an RC,
+ * UC or XRC_INI QP while its destination is over the wire. Local
+ * delivery's destinations, and the direct windows and loans between QPs
+ * of one device, may need to sleep. A UD QP names a destination per WQE
+ * and hands even a local one a packet (srnic_ud.c): it may always. Called
+ * by modify_qp, direct_mutex held, state_lock not: a run forbidden to go
+ * on may be waiting for it.
  */
 static void srnic_qp_update_atomic(struct srnic_qp *qp)
 {
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
-	if (!qp->ibqp.uobject || srnic_qp_is_ud(qp))
+	if (!qp->ibqp.uobject)
 		return;
 	if (state != IB_QPS_RESET && state != IB_QPS_INIT &&
 	    !qp->req.local_ifindex)

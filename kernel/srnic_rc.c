@@ -202,15 +202,8 @@ static bool srnic_qp_run(struct srnic_engine_task *task)
 	/* A polled SQ whose posts follow received requests: doorbells. */
 	if (test_bit(SRNIC_TASK_POLL_RINGS, &task->flags))
 		srnic_sq_stream_check(qp);
-	/*
-	 * A process's ODP MR may need faulting in, which sleeps: while the
-	 * device has one, a user QP's work is the engine's.
-	 */
-	if (!srnic_engine_task_may_sleep(task) && qp->ibqp.uobject &&
-	    atomic_read(&to_srnic_dev(qp->ibqp.device)->odp_mrs)) {
-		srnic_engine_task_defer(task);
+	if (srnic_task_defer_if_faulting(qp))
 		return false;
-	}
 	/*
 	 * The QP went through RESET since the last run. Its task need not
 	 * have run meanwhile (its engine was busy with another QP, or the

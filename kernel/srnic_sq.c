@@ -186,6 +186,26 @@ bool srnic_req_rnr_wait_over(struct srnic_qp *qp)
 }
 
 /**
+ * srnic_task_defer_if_faulting() - leave a user QP's run to the engine
+ * while its memory may need faulting in
+ * @qp: the QP whose task is running
+ *
+ * A process's ODP MR may need faulting in, which sleeps: while the device
+ * has one, a run that may not sleep (a post's, a packet's) leaves a user
+ * QP's work to the engine before touching anything.
+ *
+ * Return: true when the run was deferred and must return at once.
+ */
+bool srnic_task_defer_if_faulting(struct srnic_qp *qp)
+{
+	if (srnic_engine_task_may_sleep(&qp->task) || !qp->ibqp.uobject ||
+	    !atomic_read(&to_srnic_dev(qp->ibqp.device)->odp_mrs))
+		return false;
+	srnic_engine_task_defer(&qp->task);
+	return true;
+}
+
+/**
  * srnic_req_fetch() - snapshot the WQE at the SQ's consumer index
  * @qp: the QP, from its task
  *

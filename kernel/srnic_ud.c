@@ -214,6 +214,8 @@ static void srnic_ud_rx(struct srnic_qp *qp, struct sk_buff *skb)
 		srnic_count(sdev, SRNIC_CNT_RX_DROP_NO_RECV_WQE);
 		return;
 	}
+	/* A datagram a ping-pong answers: its doorbells are no stream. */
+	atomic_inc(&qp->rx_msgs);
 
 	if (rwqe->num_sge > srnic_qp_recv_wq(qp)->max_sge)
 		status = IB_WC_LOC_QP_OP_ERR;
@@ -338,6 +340,8 @@ static bool srnic_ud_run(struct srnic_engine_task *task)
 	struct sk_buff *skb;
 	bool more;
 
+	if (srnic_task_defer_if_faulting(qp))
+		return false;
 	switch (READ_ONCE(qp->state)) {
 	case IB_QPS_ERR:
 		/* A QP in error completes what the provider still posts. */
