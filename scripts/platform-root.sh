@@ -44,6 +44,8 @@ PACKAGES=(
 	nvme-cli fio nfs-kernel-server python3-rtslib-fb open-iscsi
 	# an MPI job across two VMs over srnic (tests/test_mpi_two_kernels.py)
 	openmpi-bin libopenmpi-dev libucx0 ucx-utils
+	# libfabric's and UCX's own tools over srnic (tests/test_libfabric_ucx.py)
+	libfabric-bin
 	# make bench: the two kernels' wire measured by itself (scripts/bench.py)
 	qperf
 	# make deb inside the root, and the install suite's dpkg -i of srnic-dkms in its VM

@@ -7,12 +7,17 @@ Shared by tests/test_rc_tools.py and the benchmark (scripts/bench.py):
   run_pair()           a server on end a, a client on end b, each in its
                        end's netns, both must exit 0 within a timeout
   perftest_argv()      one perftest tool's command line for one end
+  ucx_has_verbs_transports(), ucx_version()
+                       whether this platform's UCX can use RDMA devices
   syscalls_per_post()  the steady-state syscall cost of a post: two runs
                        under `strace -f -c` with N1 and N2 iterations, the
                        difference in syscalls (clock reads left out) over
                        the difference in posts (setup and teardown cancel)
 """
+import glob
 import os
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -202,3 +207,22 @@ def syscalls_per_post(topo, tool, ports, tmp_path, n1=200, n2=2200,
         calls[n] = (strace_calls(s_trace), strace_calls(c_trace))
         tables[n] = (strace_table(s_trace), strace_table(c_trace))
     return PerPost(tool, n1, n2, calls, tables)
+
+
+# ---- UCX ---------------------------------------------------------------------
+
+def ucx_version():
+    """UCX's library version, from ucx_info -v."""
+    out = subprocess.run(["ucx_info", "-v"], capture_output=True, text=True,
+                         timeout=60, check=False).stdout
+    m = re.search(r"Library version: (\S+)", out)
+    return m.group(1) if m else "unknown version"
+
+
+def ucx_has_verbs_transports():
+    """Whether UCX's verbs transports (rc_verbs, ud_verbs: the uct_ib
+    module) are installed. Debian sid's libucx0 1.23.0~rc1 ships without
+    them (2026-12-06), so UCX there sees no RDMA device at all, srnic's,
+    rxe's or a NIC's."""
+    return bool(shutil.which("ucx_perftest")) and \
+        bool(glob.glob("/usr/lib/*/ucx/libuct_ib.so*"))

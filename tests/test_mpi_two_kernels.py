@@ -18,7 +18,6 @@ Settings a user needs too (README.md, "Using it on a real host"):
   datagram's GRH destination against its own GID and drops srnic's and
   rxe's alike (its endpoint times out after 30 s without it).
 """
-import glob
 import re
 import shutil
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 
 import harness
 import peer as peer_vm
+from perftools import ucx_has_verbs_transports, ucx_version
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -66,20 +66,6 @@ def devices(peer):
     yield local, remote
     for name in harness.rdma_links():
         harness.run("rdma", "link", "delete", name, check=False, timeout=120)
-
-
-def ucx_version():
-    out = harness.run("ucx_info", "-v", check=False, timeout=60).stdout
-    m = re.search(r"Library version: (\S+)", out)
-    return m.group(1) if m else "unknown version"
-
-
-def ucx_has_verbs_transports():
-    """Whether UCX's verbs transports (rc_verbs, ud_verbs: the uct_ib
-    module) are installed. Debian sid's libucx0 1.23.0~rc1 ships without
-    them (2026-12-06), so UCX there sees no RDMA device at all, srnic's,
-    rxe's or a NIC's."""
-    return bool(glob.glob("/usr/lib/*/ucx/libuct_ib.so*"))
 
 
 def open_mpi_major():
