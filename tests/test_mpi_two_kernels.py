@@ -2,9 +2,12 @@
 # srnic-vm-run: --peer --timeout 600
 """An MPI job across two kernels over srnic (issue 23, item 5): this VM and
 the peer VM (tests/peer.py), each with one srnic device on the wire
-between them, run Debian's Open MPI with its UCX PML over UCX's verbs
-transports (rc_verbs for the messages, ud_verbs for UCX's connection
-setup): a ping-pong of 1 byte to 1 MiB with every byte checked, and
+between them, run Debian's Open MPI, twice: with its UCX PML over UCX's
+verbs transports (rc_verbs for the messages, ud_verbs for UCX's
+connection setup), and with its cm PML over libfabric's reliable-datagram
+endpoint on srnic's RC QPs (the ofi MTL, "verbs;ofi_rxm"; the road of
+MPICH's ch4:ofi too, and the only one where UCX is packaged without its
+verbs transports): a ping-pong of 1 byte to 1 MiB with every byte checked, and
 allreduces with their sums checked (tests/mpi/pingpong_allreduce.c).
 mpirun runs here; Open MPI starts its daemon on the peer through
 tests/mpi/rsh_agent. Both devices' packet counters must grow by what the
@@ -45,10 +48,6 @@ def devices(peer):
     on both (each VM's /tmp is its own)."""
     assert shutil.which("mpicc") and shutil.which("mpirun"), \
         "Open MPI is missing: scripts/setup-deps.sh installs it"
-    if not ucx_has_verbs_transports():
-        pytest.skip(f"this platform's UCX ({ucx_version()}) is packaged "
-                    "without its InfiniBand transports (no libuct_ib.so): "
-                    "no rc_verbs or ud_verbs to run Open MPI over")
     local = peer_vm.make_device("srnic", peer_vm.LOCAL_ADDR)
     remote = peer.python(
         "import peer; print(peer.make_device("
@@ -105,7 +104,27 @@ def packets(peer, local, remote):
     return here, there
 
 
-def test_mpi_pingpong_and_allreduce_between_two_kernels(peer, devices):
+# How Open MPI's point-to-point messages reach srnic: its UCX PML over
+# UCX's verbs transports, or its cm PML over libfabric's reliable-datagram
+# endpoint on verbs (the ofi MTL; what MPICH's ch4:ofi uses too).
+TRANSPORTS = {
+    "ucx": ["--mca", "pml", "ucx", "--mca", "osc", "^ucx",
+            "-x", "UCX_TLS=rc_verbs,ud_verbs,self",
+            "-x", "UCX_NET_DEVICES=srnic0:1",
+            "-x", "UCX_UD_VERBS_ETH_DGID_CHECK=n"],
+    "ofi": ["--mca", "pml", "cm", "--mca", "mtl", "ofi",
+            "--mca", "mtl_ofi_provider_include", "verbs;ofi_rxm",
+            "--mca", "osc", "^ucx", "-x", "FI_PROVIDER=verbs;ofi_rxm"],
+}
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+def test_mpi_pingpong_and_allreduce_between_two_kernels(peer, devices,
+                                                        transport):
+    if transport == "ucx" and not ucx_has_verbs_transports():
+        pytest.skip(f"this platform's UCX ({ucx_version()}) is packaged "
+                    "without its InfiniBand transports (no libuct_ib.so): "
+                    "no rc_verbs or ud_verbs to run Open MPI over")
     local, remote = devices
     subnet = "198.18.99.0/24"
     before = packets(peer, local, remote)
@@ -113,10 +132,7 @@ def test_mpi_pingpong_and_allreduce_between_two_kernels(peer, devices):
         "mpirun", "--host", f"{LOCAL_NAME},{PEER_NAME}", "-np", "2",
         *launcher_args(subnet),
         "--bind-to", "none",
-        "--mca", "pml", "ucx", "--mca", "osc", "^ucx",
-        "-x", "UCX_TLS=rc_verbs,ud_verbs,self",
-        "-x", "UCX_NET_DEVICES=srnic0:1",
-        "-x", "UCX_UD_VERBS_ETH_DGID_CHECK=n",
+        *TRANSPORTS[transport],
         PROGRAM]
     p = harness.run(
         "env", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
