@@ -30,6 +30,7 @@
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/route.h>
+#include <net/udp.h>
 #include <net/udp_tunnel.h>
 
 #include "srnic.h"
@@ -1157,6 +1158,44 @@ static void srnic_net_close_sockets(struct srnic_net *snet)
 	snet->sock6 = NULL;
 }
 
+/*
+ * Say in the kernel log who holds UDP port 4791 in @net, where srnic could
+ * not bind it (@err): "Address already in use" alone, all that `rdma link
+ * add` prints, names neither the port nor the namespace nor the holder. A
+ * kernel RoCE v2 stack's socket is known by its receive hook (rdma_rxe's
+ * is rxe_udp_encap_recv), a process's has none.
+ */
+static void srnic_net_report_bind_error(struct net *net, bool ipv6, int err)
+{
+	const char *where = net_eq(net, &init_net) ? " (init_net)" : "";
+	int (*hook)(struct sock *sk, struct sk_buff *skb) = NULL;
+	struct sock *sk = NULL;
+
+	if (err != -EADDRINUSE) {
+		pr_err("%s: cannot open UDP port %u (RoCE v2, %s) in network namespace %u%s: error %d\n",
+		       SRNIC_DRIVER_NAME, SRNIC_ROCE_V2_UDP_PORT, ipv6 ? "IPv6" : "IPv4",
+		       net->ns.inum, where, err);
+		return;
+	}
+	if (!ipv6) {
+		rcu_read_lock();
+		sk = udp4_lib_lookup(net, 0, 0, htonl(INADDR_ANY),
+				     htons(SRNIC_ROCE_V2_UDP_PORT), 0);
+		rcu_read_unlock();
+	}
+	if (sk) {
+		hook = READ_ONCE(udp_sk(sk)->encap_rcv);
+		sock_put(sk);
+	}
+	if (hook)
+		pr_err("%s: UDP port %u (RoCE v2) is held in network namespace %u%s by another kernel RoCE v2 stack (its receive hook: %ps): unload it (rmmod rdma_rxe), or give srnic a netdev in another namespace\n",
+		       SRNIC_DRIVER_NAME, SRNIC_ROCE_V2_UDP_PORT, net->ns.inum, where, hook);
+	else
+		pr_err("%s: UDP port %u (RoCE v2, %s) is held in network namespace %u%s by a socket of a process (ss -ulpn sport = :%u names it): close it, or give srnic a netdev in another namespace\n",
+		       SRNIC_DRIVER_NAME, SRNIC_ROCE_V2_UDP_PORT, ipv6 ? "IPv6" : "IPv4",
+		       net->ns.inum, where, SRNIC_ROCE_V2_UDP_PORT);
+}
+
 /**
  * srnic_net_get() - a device joins @net: open its sockets if first
  * @net: the namespace of the device's netdev
@@ -1177,6 +1216,7 @@ int srnic_net_get(struct net *net)
 	sock = srnic_udp_sock_open(net, false);
 	if (IS_ERR(sock)) {
 		err = PTR_ERR(sock);
+		srnic_net_report_bind_error(net, false, err);
 		goto err_undo;
 	}
 	snet->sock4 = sock;
@@ -1185,6 +1225,7 @@ int srnic_net_get(struct net *net)
 		sock = srnic_udp_sock_open(net, true);
 		if (IS_ERR(sock)) {
 			err = PTR_ERR(sock);
+			srnic_net_report_bind_error(net, true, err);
 			goto err_undo;
 		}
 		snet->sock6 = sock;

@@ -5,6 +5,8 @@ sockets, and every malformed RoCEv2 packet dropped and counted by reason
 """
 import json
 import os
+import re
+import subprocess
 from types import SimpleNamespace
 
 import pytest
@@ -168,11 +170,50 @@ def test_rxe_in_init_net_and_srnic_in_a_namespace(srnic, veth):
     works in another namespace."""
     run("modprobe", "rdma_rxe")
     try:
+        run("dmesg", "-C")
         p = link_add("clash0", veth.a, check=False)
         assert p.returncode != 0 and "Address already in use" in p.stderr, \
             p.stderr
+        # The kernel log says which port, which namespace, and who: rxe's
+        # tunnel socket, known by its receive hook (issue 25 item 6).
+        log = run("dmesg").stdout
+        assert re.search(r"srnic: UDP port 4791 \(RoCE v2\) is held in "
+                         r"network namespace \d+ \(init_net\) by another "
+                         r"kernel RoCE v2 stack \(its receive hook: "
+                         r"\w+ \[rdma_rxe\]\): unload it", log), log
         veth.move_to_netns(veth.b, "srnic-peer")
         link_add("inner0", veth.b, netns="srnic-peer")
     finally:
         run("rdma", "link", "delete", "inner0", check=False)
         run("rmmod", "rdma_rxe", check=False)
+
+
+def test_port_held_by_a_process_is_named(srnic, veth):
+    """A process holding UDP 4791 in a namespace: srnic's link add there
+    fails, and the kernel log says which port and namespace, and that a
+    process's socket holds it (issue 25 item 6)."""
+    ns = "srnic-clash"
+    veth.move_to_netns(veth.b, ns)
+    holder = subprocess.Popen(
+        ["ip", "netns", "exec", ns, "python3", "-c",
+         "import socket, sys, time\n"
+         "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+         "s.bind(('0.0.0.0', 4791))\n"
+         "print('bound', flush=True)\n"
+         "time.sleep(120)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "bound"
+        run("dmesg", "-C")
+        p = link_add("clash1", veth.b, netns=ns, check=False)
+        assert p.returncode != 0 and "Address already in use" in p.stderr, \
+            p.stderr
+        log = run("dmesg").stdout
+        assert re.search(r"srnic: UDP port 4791 \(RoCE v2, IPv4\) is held "
+                         r"in network namespace \d+ by a socket of a "
+                         r"process \(ss -ulpn sport = :4791 names it\)",
+                         log), log
+        assert "init_net" not in log, log
+    finally:
+        holder.kill()
+        holder.wait()
