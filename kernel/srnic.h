@@ -16,6 +16,7 @@
 void srnic_dev_list_add(struct srnic_dev *sdev);
 void srnic_dev_list_del(struct srnic_dev *sdev);
 struct srnic_dev *srnic_dev_find_by_netdev(struct net_device *ndev);
+void srnic_dev_note_neighbours(struct srnic_dev *sdev);
 struct srnic_dev *srnic_dev_get_by_netdev(struct net_device *ndev);
 int srnic_local_gid_ifindex(struct net *net, const union ib_gid *gid);
 void srnic_unregister_devices(struct net *net);

@@ -8,6 +8,7 @@
  * path, local delivery and the netdev notifier find devices here.
  */
 
+#include <linux/inetdevice.h>
 #include <linux/module.h>
 #include <linux/rtnetlink.h>
 #include <rdma/ib_cache.h>
@@ -113,6 +114,46 @@ int srnic_local_gid_ifindex(struct net *net, const union ib_gid *gid)
 	}
 	rtnl_unlock();
 	return ifindex;
+}
+
+/* Does @ndev accept packets from a local address (IPv4 accept_local)? */
+static bool srnic_netdev_accepts_local(struct net_device *ndev)
+{
+	struct in_device *in_dev = __in_dev_get_rtnl(ndev);
+
+	return in_dev && IN_DEV_ACCEPT_LOCAL(in_dev);
+}
+
+/**
+ * srnic_dev_note_neighbours() - tell what two devices of a namespace need
+ * @sdev: a device just registered
+ *
+ * Connections between two srnic devices of one namespace go through
+ * ib_core's address resolution, which ARPs for the peer's MAC between two
+ * local addresses: Linux drops such ARP as martian unless both netdevs
+ * accept local sources, and the connection fails later, far from the
+ * cause ("Failed to create AH", ETIMEDOUT at RTR). srnic cannot resolve
+ * in ib_core's place, so it says so in the kernel log when such a pair is
+ * made, naming the sysctls.
+ */
+void srnic_dev_note_neighbours(struct srnic_dev *sdev)
+{
+	struct net *net = read_pnet(&sdev->net);
+	struct srnic_dev *other;
+
+	rtnl_lock();
+	list_for_each_entry(other, &srnic_devices, list) {
+		if (other == sdev || !net_eq(read_pnet(&other->net), net) ||
+		    (srnic_netdev_accepts_local(sdev->ndev) &&
+		     srnic_netdev_accepts_local(other->ndev)))
+			continue;
+		pr_notice("%s: %s (%s) and %s (%s) share network namespace %u: connections between them need net.ipv4.conf.%s.accept_local=1 and net.ipv4.conf.%s.accept_local=1 (ib_core ARPs between two local addresses, which Linux drops otherwise)\n",
+			  SRNIC_DRIVER_NAME, dev_name(&sdev->ibdev.dev),
+			  sdev->ndev->name, dev_name(&other->ibdev.dev),
+			  other->ndev->name, net->ns.inum, sdev->ndev->name,
+			  other->ndev->name);
+	}
+	rtnl_unlock();
 }
 
 /**

@@ -305,6 +305,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 
 	if (ib_device_try_get(&sdev->ibdev)) {
 		srnic_dev_sync_with_netdev(sdev);
+		srnic_dev_note_neighbours(sdev);
 		ib_device_put(&sdev->ibdev);
 	}
 	put_device(&sdev->ibdev.dev);

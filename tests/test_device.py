@@ -135,6 +135,31 @@ def test_link_delete_removes_everything(srnic, veth):
     assert "srnic0" in rdma_links()
 
 
+def test_two_devices_in_one_namespace_name_accept_local(srnic, veth):
+    """Two srnic devices of one namespace need accept_local on both
+    netdevs (ib_core ARPs between two local addresses): the kernel log
+    says so, naming the devices and the sysctls, when the second one is
+    made; not once both netdevs accept local sources (issue 25 item 6)."""
+    for end in (veth.a, veth.b):
+        run("sysctl", "-qw", f"net.ipv4.conf.{end}.accept_local=0")
+    run("dmesg", "-C")
+    link_add("srnic0", veth.a)
+    link_add("srnic1", veth.b)
+    log = run("dmesg").stdout
+    want = (re.escape(f"srnic: srnic1 ({veth.b}) and srnic0 ({veth.a}) "
+                      "share network namespace ") + r"\d+" +
+            re.escape(": connections between them need "
+                      f"net.ipv4.conf.{veth.b}.accept_local=1 and "
+                      f"net.ipv4.conf.{veth.a}.accept_local=1"))
+    assert re.search(want, log), log
+    link_delete("srnic1")
+    for end in (veth.a, veth.b):
+        run("sysctl", "-qw", f"net.ipv4.conf.{end}.accept_local=1")
+    run("dmesg", "-C")
+    link_add("srnic1", veth.b)
+    assert "accept_local" not in run("dmesg").stdout
+
+
 def test_device_rename(srnic, veth):
     link_add("srnic0", veth.a)
     run("rdma", "dev", "set", "srnic0", "name", "renamed0")
