@@ -53,6 +53,7 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_RX_NAK_SELECTIVE] = { .name = "rx_nak_selective" },
 	[SRNIC_CNT_SELECTIVE_RETRANSMITS] = {
 		.name = "selective_retransmits" },
+	[SRNIC_CNT_RX_READ_KEPT] = { .name = "rx_read_responses_kept" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);

@@ -85,6 +85,7 @@ enum srnic_counter {
 	SRNIC_CNT_TX_NAK_SELECTIVE,	/* selective NAKs sent */
 	SRNIC_CNT_RX_NAK_SELECTIVE,	/* selective NAKs received */
 	SRNIC_CNT_SELECTIVE_RETRANSMITS, /* packets sent again selectively */
+	SRNIC_CNT_RX_READ_KEPT,		/* READ responses ahead kept */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -892,6 +893,13 @@ struct srnic_rate {
  *		  missing lost (@resend_partial)
  * @sacked: the PSNs reported kept, from @una_psn, each at its PSN modulo
  *	    SRNIC_SR_WINDOW; all clear while not @recovering
+ * @read_kept_count: responses @read_kept holds
+ * @read_kept_high: the PSN after the highest READ response kept
+ * @read_asked_to: the responses missing from @read_psn were asked for
+ *		   again up to (not including) this PSN
+ * @read_kept: selective repeat: the responses of the oldest READ that came
+ *	       beyond @read_psn and were placed, each at its PSN modulo
+ *	       SRNIC_SR_WINDOW (srnic_req_read_keep())
  */
 struct srnic_req {
 	struct srnic_send_wqe *wqe;
@@ -948,6 +956,10 @@ struct srnic_req {
 	u32 resend_psn;
 	u32 resend_fence;
 	DECLARE_BITMAP(sacked, SRNIC_SR_WINDOW);
+	u32 read_kept_count;
+	u32 read_kept_high;
+	u32 read_asked_to;
+	DECLARE_BITMAP(read_kept, SRNIC_SR_WINDOW);
 };
 
 /**

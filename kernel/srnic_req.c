@@ -691,8 +691,8 @@ static bool srnic_req_resend_pending(struct srnic_qp *qp)
 /*
  * Send again, within @budget, the PSNs missing below at least
  * SRNIC_REQ_SACK_THRESHOLD the responder reported kept: one packet each,
- * or a READ's or atomic's request once (its responses recover as
- * go-back-N). Returns packets sent. The resends go in a batch of their
+ * or a READ's or atomic's request once (its responses recover on their
+ * own: srnic_req_read_keep()). Returns packets sent. The resends go in a batch of their
  * own: one the way out refused never left, and the round starts over at
  * the next run.
  */
@@ -1064,21 +1064,176 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn,
 	}
 }
 
+/* ---- READ responses ---------------------------------------------------- */
+
+/*
+ * Selective repeat of READ responses, with a responder that does it
+ * (req.peer_sr): a response beyond the one expected (@read_psn) is placed
+ * at its offset right away and kept in @read_kept, since every response of
+ * a READ but its last carries one path MTU. Once a few are kept
+ * (SRNIC_REQ_SACK_THRESHOLD: fewer may be reordering), the responses
+ * missing below the first one kept are asked for again with a READ of
+ * just their range (srnic_req_read_ask()); the responder answers a READ
+ * behind its epsn from the request's PSN, for the request's length, as
+ * IBTA has it for a duplicate READ, after the READ it is answering. The
+ * responses in order then skip what is kept. A range asked for and lost
+ * again waits for the ACK timeout, which goes back N as without it.
+ */
+
+/*
+ * Whether the oldest READ's responses may be kept (see above): while it is
+ * the only READ or atomic outstanding. The responses of a later READ have
+ * no place kept for them, and, dropped while the oldest waits for its
+ * range, would all be asked for again: there every READ goes back N.
+ */
+static bool srnic_req_read_sr(struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC && qp->req.peer_sr &&
+	       qp->req.reads == 1 &&
+	       READ_ONCE(to_srnic_dev(qp->ibqp.device)->selective_repeat);
+}
+
+/* A new READ at the head: nothing of it is kept. */
+static void srnic_req_read_kept_clear(struct srnic_req *req)
+{
+	if (req->read_kept_count)
+		bitmap_zero(req->read_kept, SRNIC_SR_WINDOW);
+	req->read_kept_count = 0;
+	req->read_kept_high = req->read_psn;
+	req->read_asked_to = req->read_psn;
+}
+
+/*
+ * Ask again for the responses missing from @read_psn up to the first one
+ * kept, with a READ of their range (the oldest WQE's, at @index).
+ */
+static void srnic_req_read_ask(struct srnic_qp *qp, u32 index)
+{
+	struct srnic_req *req = &qp->req;
+	const struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, index);
+	u32 end = req->read_psn, n = 0;
+	struct srnic_txd txd;
+
+	while (srnic_psn_cmp(end, req->read_kept_high) < 0 &&
+	       !test_bit(end & (SRNIC_SR_WINDOW - 1), req->read_kept)) {
+		end = srnic_psn_add(end, 1);
+		n++;
+	}
+	if (!n || !srnic_req_snapshot(qp, index))
+		return;
+	req->sgl_index = 0;	/* req.wqe was overwritten */
+	txd = (struct srnic_txd) {
+		.opcode = srnic_req_opcode(rw, true, true),
+		.psn = req->read_psn,
+		.ack_req = true,
+		.sr = true,
+		.sr_run = SRNIC_SR_RUN_READ_RANGE,
+		.rkey = req->wqe->rdma.rkey,
+		.va = req->wqe->rdma.remote_addr + req->read_offset,
+		/* All but the READ's last response carry one path MTU. */
+		.dma_len = n * srnic_qp_mtu(qp),
+	};
+	srnic_tx_build(qp, &txd, NULL);
+	req->read_asked_to = end;
+	req->rtt_sampling = false;	/* Karn's rule */
+	srnic_count(to_srnic_dev(qp->ibqp.device),
+		    SRNIC_CNT_SELECTIVE_RETRANSMITS);
+}
+
+/*
+ * Keep @pkt, a response of the oldest READ (@rw, at @index) beyond
+ * @read_psn: placed at its offset. Returns false when it cannot be kept
+ * (then the READ goes back N, as IBTA has it).
+ */
+static bool srnic_req_read_keep(struct srnic_qp *qp, struct sk_buff *skb,
+				const struct srnic_pkt *pkt,
+				const struct srnic_req_wqe *rw, u32 index)
+{
+	struct srnic_req *req = &qp->req;
+	u32 mtu = srnic_qp_mtu(qp);
+	u32 n = (pkt->psn - req->read_psn) & SRNIC_PSN_MASK;
+	u64 offset = req->read_offset + (u64)n * mtu;
+	u32 bit = pkt->psn & (SRNIC_SR_WINDOW - 1);
+
+	if (n >= SRNIC_SR_WINDOW)
+		return false;
+	if (pkt->psn == rw->last_psn ?
+	    !(pkt->flags & SRNIC_OPF_LAST) ||
+	    offset + pkt->payload_len != rw->len :
+	    pkt->payload_len != mtu || offset + mtu >= rw->len)
+		return false;
+	if (test_bit(bit, req->read_kept))
+		return true;	/* kept already */
+	/* An ODP page the process lacks: the response in order tells. */
+	if (srnic_pkt_scatter(skb, pkt, &req->read_sgl, offset))
+		return false;
+	__set_bit(bit, req->read_kept);
+	req->read_kept_count++;
+	if (srnic_psn_cmp(pkt->psn, req->read_kept_high) >= 0)
+		req->read_kept_high = srnic_psn_add(pkt->psn, 1);
+	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_READ_KEPT);
+	if (req->read_kept_count >= SRNIC_REQ_SACK_THRESHOLD &&
+	    srnic_psn_cmp(req->read_asked_to, req->read_psn) <= 0)
+		srnic_req_read_ask(qp, index);
+	return true;
+}
+
+/*
+ * The responses from @read_psn on that were kept: passed over, the READ's
+ * offset following. Returns whether the READ's last response was one.
+ */
+static bool srnic_req_read_pass_kept(struct srnic_qp *qp,
+				     const struct srnic_req_wqe *rw)
+{
+	struct srnic_req *req = &qp->req;
+	u32 mtu = srnic_qp_mtu(qp);
+
+	while (req->read_kept_count &&
+	       __test_and_clear_bit(req->read_psn & (SRNIC_SR_WINDOW - 1),
+				    req->read_kept)) {
+		req->read_kept_count--;
+		if (req->read_psn == rw->last_psn) {
+			req->read_offset = rw->len;
+			req->read_psn = srnic_psn_add(req->read_psn, 1);
+			return true;
+		}
+		req->read_offset += mtu;
+		req->read_psn = srnic_psn_add(req->read_psn, 1);
+	}
+	return false;
+}
+
 /*
  * A READ response for @pkt->psn. Returns false when it is not the one the
- * oldest READ expects (dropped).
+ * oldest READ expects (dropped), nor one beyond it that is kept.
  */
 static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 				    const struct srnic_pkt *pkt)
 {
 	struct srnic_req *req = &qp->req;
+	u32 acked = srnic_psn_add(pkt->psn, SRNIC_PSN_MASK);
 	u32 index = srnic_req_head(qp);
 	struct srnic_req_wqe *rw;
 	enum ib_wc_status status;
-	bool first, last;
+	bool first, last, range_end, sr;
 
-	/* A response acknowledges every request before its READ. */
-	srnic_req_ack(qp, srnic_psn_add(pkt->psn, SRNIC_PSN_MASK));
+	/* Responses of a responder that does selective repeat say so. */
+	if (pkt->sr && qp->ibqp.qp_type == IB_QPT_RC)
+		req->peer_sr = true;
+	sr = srnic_req_read_sr(qp);
+	/*
+	 * A response acknowledges every request before its READ; one of the
+	 * oldest READ's, to a requester that may keep it, no more than that
+	 * (it may come beyond the one expected).
+	 */
+	if (sr && srnic_req_outstanding(qp)) {
+		rw = srnic_req_wqe_at(qp, index);
+		if (rw->opcode == IB_WR_RDMA_READ &&
+		    srnic_psn_cmp(pkt->psn, rw->first_psn) > 0 &&
+		    srnic_psn_cmp(pkt->psn, rw->last_psn) <= 0)
+			acked = srnic_psn_add(rw->first_psn, SRNIC_PSN_MASK);
+	}
+	srnic_req_ack(qp, acked);
 	if (!srnic_req_outstanding(qp) || READ_ONCE(qp->state) == IB_QPS_ERR)
 		return false;
 	index = srnic_req_head(qp);
@@ -1112,12 +1267,15 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 		if (!resume) {
 			req->read_psn = rw->first_psn;
 			req->read_offset = 0;
+			srnic_req_read_kept_clear(req);
 		}
 	}
 
 	if (srnic_psn_cmp(pkt->psn, req->read_psn) < 0)
 		return false;	/* a duplicate */
 	if (pkt->psn != req->read_psn) {
+		if (sr && srnic_req_read_keep(qp, skb, pkt, rw, index))
+			return true;
 		/* A gap: the responses before this one were lost. */
 		if (!req->went_back)
 			srnic_req_lost(qp, req->read_psn);
@@ -1125,12 +1283,15 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 	}
 	/*
 	 * A READ sent again from the middle is answered from FIRST (or ONLY)
-	 * again, so only the first response must be a FIRST or ONLY.
+	 * again, so only the first response must be a FIRST or ONLY; a range
+	 * asked for again ends with a LAST (or ONLY) before the READ's last.
 	 */
 	first = pkt->psn == rw->first_psn;
 	last = pkt->psn == rw->last_psn;
+	range_end = !last && srnic_psn_add(pkt->psn, 1) == req->read_asked_to;
 	if ((first && !(pkt->flags & SRNIC_OPF_FIRST)) ||
-	    !!(pkt->flags & SRNIC_OPF_LAST) != last ||
+	    (!!(pkt->flags & SRNIC_OPF_LAST) != last && !range_end) ||
+	    (range_end && pkt->payload_len != srnic_qp_mtu(qp)) ||
 	    req->read_offset + pkt->payload_len > rw->len ||
 	    (last && req->read_offset + pkt->payload_len != rw->len) ||
 	    (!last && !pkt->payload_len))
@@ -1145,14 +1306,20 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 	}
 	req->read_offset += pkt->payload_len;
 	req->read_psn = srnic_psn_add(req->read_psn, 1);
+	if (!last && req->read_kept_count)
+		last = srnic_req_read_pass_kept(qp, rw);
 	req->una_psn = req->read_psn;
 	srnic_req_rtt_end(qp, pkt->psn);
 	if (last) {
 		rw->read_done = true;
-		srnic_req_ack(qp, pkt->psn);
-	} else {
-		srnic_req_progress(qp);
+		srnic_req_ack(qp, srnic_psn_add(req->read_psn, SRNIC_PSN_MASK));
+		return true;
 	}
+	/* A range asked for came whole, and more is missing above. */
+	if (req->read_kept_count &&
+	    srnic_psn_cmp(req->read_asked_to, req->read_psn) <= 0)
+		srnic_req_read_ask(qp, index);
+	srnic_req_progress(qp);
 	return true;
 }
 
@@ -1484,6 +1651,7 @@ void srnic_req_reset(struct srnic_qp *qp)
 	req->next_index = READ_ONCE(qp->sq.consumer);
 	req->send_index = req->next_index;
 	srnic_req_recovery_end(qp);
+	srnic_req_read_kept_clear(req);
 	WRITE_ONCE(req->timed_out, false);
 }
 

@@ -1086,6 +1086,16 @@ static void srnic_resp_duplicate(struct srnic_qp *qp, struct sk_buff *skb,
 	qp->resp.ack_pending = true;
 }
 
+/*
+ * A READ request asking again for a range of an earlier READ's responses,
+ * the rest of which its requester holds (selective repeat): no going back.
+ */
+static bool srnic_resp_asks_range(const struct srnic_pkt *pkt)
+{
+	return pkt->sr && pkt->sr_run == SRNIC_SR_RUN_READ_RANGE &&
+	       (pkt->flags & SRNIC_OPF_READ);
+}
+
 /**
  * srnic_resp_went_back() - did the requester go back to an earlier READ
  * or atomic?
@@ -1098,7 +1108,8 @@ static void srnic_resp_duplicate(struct srnic_qp *qp, struct sk_buff *skb,
  * work that would delay the answer past the requester's ACK timeout: drop
  * them, so the duplicate is served next. (A duplicate atomic must not be
  * among the dropped: only its ATOMIC_ACKNOWLEDGE completes it, so it is
- * where the walk stops too.)
+ * where the walk stops too.) A READ asking for a range again
+ * (srnic_resp_asks_range()) is no going back: it waits its turn.
  *
  * Return: true if something was dropped.
  */
@@ -1118,7 +1129,8 @@ bool srnic_resp_went_back(struct srnic_qp *qp)
 
 		if (((pkt->flags & SRNIC_OPF_READ) || pkt->atmeth) &&
 		    (pkt->flags & SRNIC_OPF_REQUEST) &&
-		    srnic_psn_cmp(pkt->psn, resp->epsn) < 0) {
+		    srnic_psn_cmp(pkt->psn, resp->epsn) < 0 &&
+		    !srnic_resp_asks_range(pkt)) {
 			/* Only a packet whose ICRC is right is believed. */
 			if (!srnic_rx_icrc_checked(qp, skb)) {
 				__skb_unlink(skb, q);
@@ -1386,6 +1398,8 @@ bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 			.mr = resp->read_mr,
 			.offset = resp->read_va,
 			.len = min(mtu, resp->read_left),
+			/* The requester may keep responses that come early. */
+			.sr = resp->sr_peer,
 		};
 		u8 op;
 

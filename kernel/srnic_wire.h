@@ -50,6 +50,14 @@ struct srnic_bth {
  */
 #define SRNIC_BTH_APSN_SR		BIT(30)
 #define SRNIC_BTH_APSN_SR_RUN_MASK	GENMASK(29, 24)
+/*
+ * On a READ request with SRNIC_BTH_APSN_SR, a run field of 1 (sr_run 2):
+ * it asks again for a range of an earlier READ's responses, the others of
+ * which the requester holds (selective repeat, srnic_req.c). The
+ * responder answers it after the READ it is answering, and drops nothing
+ * for it (srnic_resp_went_back()).
+ */
+#define SRNIC_SR_RUN_READ_RANGE		2
 #define SRNIC_SR_RUN_MAX		64
 #define SRNIC_BTH_APSN_PSN_MASK		GENMASK(23, 0)
 

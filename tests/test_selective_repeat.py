@@ -39,7 +39,8 @@ STREAM_SIZE = 64 * 1024
 COUNTERS = ("tx_packets", "rx_duplicate_requests", "rx_out_of_sequence",
             "rx_out_of_sequence_kept", "tx_errors",
             "tx_nak_psn_sequence", "tx_nak_selective", "rx_nak_selective",
-            "selective_retransmits", "retransmits", "local_ack_timeouts")
+            "selective_retransmits", "retransmits", "local_ack_timeouts",
+            "rx_read_responses_kept")
 
 
 def sr_path(end):
@@ -294,3 +295,86 @@ def test_a_responder_with_selective_repeat_off_goes_back_n(wire):
     assert b["tx_nak_psn_sequence"] > 0, (a, b)
     assert a["selective_retransmits"] == 0 and a["retransmits"] > 0, (a, b)
 
+
+def read_stream(topo, depth=1, reads=STREAM_WRITES // 3):
+    """reads distinct READs of STREAM_SIZE by a from b's MR, depth in
+    flight, each into its own place in a's MR; every one completes and
+    every byte lands. Returns (a's, b's) counter deltas and the READ
+    response packets the stream needs without loss."""
+    before = {end.name: counters(end) for end in (topo.a, topo.b)}
+    pair = RCPair(topo, max_send_wr=depth)
+    try:
+        pair.connect()
+        total = reads * STREAM_SIZE
+        dst, src = pair.a.mr(total), pair.b.mr(total)
+        base = bytes((i * 13) & 0xff for i in range(STREAM_SIZE))
+        data = b"".join(n.to_bytes(4, "little") * 16 + base[64:]
+                        for n in range(reads))
+        src.write(data, total)
+
+        def post(n):
+            pair.a.qp.post_send(send_wr(
+                n, e.IBV_WR_RDMA_READ,
+                [sge(dst, n * STREAM_SIZE, STREAM_SIZE)],
+                remote=(src, n * STREAM_SIZE)))
+
+        posted = 0
+        while posted < depth:
+            post(posted)
+            posted += 1
+        for n in range(reads):
+            check_ok(pair.a.poll(timeout=60)[0], n, e.IBV_WC_RDMA_READ)
+            if posted < reads:
+                post(posted)
+                posted += 1
+        got = dst.read(total, 0)
+        bad = next((i for i in range(0, total, STREAM_SIZE)
+                    if got[i:i + STREAM_SIZE] != data[i:i + STREAM_SIZE]),
+                   None)
+        assert bad is None, f"READ {bad // STREAM_SIZE} landed wrong"
+        need = reads * -(-STREAM_SIZE // (128 << pair.mtu))
+    finally:
+        pair.close()
+    after = {end.name: counters(end) for end in (topo.a, topo.b)}
+    d = {name: {k: v - before[name][k] for k, v in after[name].items()}
+         for name in after}
+    return d[topo.a.name], d[topo.b.name], need
+
+
+def test_read_responses_lost_are_asked_again_selectively(wire):
+    """One READ at a time, b's responses losing LOSS on the way (a's
+    requests do not): a keeps the responses that come beyond a loss and
+    asks again, with a READ of just their range, only for the missing ones;
+    with selective repeat off at a it goes back N. Every byte lands either
+    way, and b sends fewer responses again with it. (With several READs
+    outstanding every READ goes back N: a later READ's responses have no
+    place kept for them.)"""
+    set_loss(wire.a, "0%")
+    harness.run(*wire.b.cmd("tc", "qdisc", "add", "dev", wire.b.netdev,
+                            "root", "netem", "loss", LOSS))
+    # One skb per packet: netem drops a batch (one GSO skb) whole, where a
+    # wire loses packets one by one.
+    try:
+        with harness.module_param("tx_batch", 0):
+            a, b, need = read_stream(wire)
+            set_sr(wire.a, 0)
+            try:
+                ga, gb, _ = read_stream(wire)
+            finally:
+                set_sr(wire.a, 1)
+    finally:
+        harness.run(*wire.b.cmd("tc", "qdisc", "del", "dev",
+                                wire.b.netdev, "root"), check=False)
+        set_loss(wire.a, LOSS)
+    print(f"selective repeat: a {a}, b {b}, {need} responses needed")
+    print(f"go-back-N: a {ga}, b {gb}")
+    assert a["rx_read_responses_kept"] > 0, (a, b)
+    assert a["selective_retransmits"] > 0, (a, b)
+    assert ga["rx_read_responses_kept"] == ga["selective_retransmits"] == 0, \
+        (ga, gb)
+    assert ga["retransmits"] > 0, (ga, gb)
+    # b's packets beyond what the READs need: the responses sent again.
+    extra_sr, extra_gbn = b["tx_packets"] - need, gb["tx_packets"] - need
+    print(f"responses sent again: selective repeat {extra_sr}, "
+          f"go-back-N {extra_gbn}")
+    assert extra_sr < extra_gbn, (extra_sr, extra_gbn)
