@@ -1068,32 +1068,28 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn,
 
 /*
  * Selective repeat of READ responses, with a responder that does it
- * (req.peer_sr): a response beyond the one expected (@read_psn) is placed
- * at its offset right away and kept in @read_kept, since every response of
- * a READ but its last carries one path MTU. Once a few are kept
- * (SRNIC_REQ_SACK_THRESHOLD: fewer may be reordering), the responses
- * missing below the first one kept are asked for again with a READ of
- * just their range (srnic_req_read_ask()); the responder answers a READ
- * behind its epsn from the request's PSN, for the request's length, as
- * IBTA has it for a duplicate READ, after the READ it is answering. The
- * responses in order then skip what is kept. A range asked for and lost
- * again waits for the ACK timeout, which goes back N as without it.
+ * (req.peer_sr): a response beyond the one the oldest READ expects, of that
+ * READ or of a later one, is placed at its offset right away and kept in
+ * @read_kept (every response of a READ but its last carries one path MTU).
+ * Once a few are kept (SRNIC_REQ_SACK_THRESHOLD: fewer may be reordering),
+ * the responses the oldest READ misses below the first one kept are asked
+ * for again with a READ of just their range (srnic_req_read_ask()); the
+ * responder answers a READ behind its epsn from the request's PSN, for the
+ * request's length, as IBTA has it for a duplicate READ, after the READ it
+ * is answering. The responses in order then pass over what is kept, and a
+ * READ completed so makes way for the next, whose kept responses count at
+ * once (srnic_req_read_advance()). A range asked for and lost again waits
+ * for the ACK timeout, which goes back N as without it.
  */
 
-/*
- * Whether the oldest READ's responses may be kept (see above): while it is
- * the only READ or atomic outstanding. The responses of a later READ have
- * no place kept for them, and, dropped while the oldest waits for its
- * range, would all be asked for again: there every READ goes back N.
- */
+/* Whether READ responses may be kept (see above). */
 static bool srnic_req_read_sr(struct srnic_qp *qp)
 {
 	return qp->ibqp.qp_type == IB_QPT_RC && qp->req.peer_sr &&
-	       qp->req.reads == 1 &&
 	       READ_ONCE(to_srnic_dev(qp->ibqp.device)->selective_repeat);
 }
 
-/* A new READ at the head: nothing of it is kept. */
+/* Everything kept is forgotten (the QP was reset). */
 static void srnic_req_read_kept_clear(struct srnic_req *req)
 {
 	if (req->read_kept_count)
@@ -1103,35 +1099,45 @@ static void srnic_req_read_kept_clear(struct srnic_req *req)
 	req->read_asked_to = req->read_psn;
 }
 
+/* Is the response of @psn kept? */
+static bool srnic_req_read_is_kept(struct srnic_req *req, u32 psn)
+{
+	return req->read_kept_count &&
+	       test_bit(psn & (SRNIC_SR_WINDOW - 1), req->read_kept);
+}
+
 /*
- * Ask again for the responses missing from @read_psn up to the first one
- * kept, with a READ of their range (the oldest WQE's, at @index).
+ * Ask again for the responses the oldest READ (@rw, at @index) misses from
+ * @from on, up to the first one kept or its last, with a READ of their
+ * range.
  */
-static void srnic_req_read_ask(struct srnic_qp *qp, u32 index)
+static void srnic_req_read_ask(struct srnic_qp *qp, u32 index,
+			       const struct srnic_req_wqe *rw, u32 from)
 {
 	struct srnic_req *req = &qp->req;
-	const struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, index);
-	u32 end = req->read_psn, n = 0;
+	u32 mtu = srnic_qp_mtu(qp);
+	u64 offset = (u64)((from - rw->first_psn) & SRNIC_PSN_MASK) * mtu;
+	u32 end = from, n = 0;
 	struct srnic_txd txd;
 
-	while (srnic_psn_cmp(end, req->read_kept_high) < 0 &&
-	       !test_bit(end & (SRNIC_SR_WINDOW - 1), req->read_kept)) {
+	while (srnic_psn_cmp(end, rw->last_psn) <= 0 &&
+	       !srnic_req_read_is_kept(req, end)) {
 		end = srnic_psn_add(end, 1);
 		n++;
 	}
-	if (!n || !srnic_req_snapshot(qp, index))
+	if (!n || offset >= rw->len || !srnic_req_snapshot(qp, index))
 		return;
 	req->sgl_index = 0;	/* req.wqe was overwritten */
 	txd = (struct srnic_txd) {
 		.opcode = srnic_req_opcode(rw, true, true),
-		.psn = req->read_psn,
+		.psn = from,
 		.ack_req = true,
 		.sr = true,
 		.sr_run = SRNIC_SR_RUN_READ_RANGE,
 		.rkey = req->wqe->rdma.rkey,
-		.va = req->wqe->rdma.remote_addr + req->read_offset,
+		.va = req->wqe->rdma.remote_addr + offset,
 		/* All but the READ's last response carry one path MTU. */
-		.dma_len = n * srnic_qp_mtu(qp),
+		.dma_len = min_t(u64, (u64)n * mtu, rw->len - offset),
 	};
 	srnic_tx_build(qp, &txd, NULL);
 	req->read_asked_to = end;
@@ -1141,31 +1147,134 @@ static void srnic_req_read_ask(struct srnic_qp *qp, u32 index)
 }
 
 /*
- * Keep @pkt, a response of the oldest READ (@rw, at @index) beyond
- * @read_psn: placed at its offset. Returns false when it cannot be kept
- * (then the READ goes back N, as IBTA has it).
+ * The outstanding READ whose responses include @psn (at *@index), when
+ * only READs come before it; else NULL. A response of a later READ tells
+ * the requests before it arrived, which a WRITE in between would wait
+ * for: there the READs go back N, as without selective repeat.
  */
-static bool srnic_req_read_keep(struct srnic_qp *qp, struct sk_buff *skb,
-				const struct srnic_pkt *pkt,
-				const struct srnic_req_wqe *rw, u32 index)
+static struct srnic_req_wqe *srnic_req_read_of(struct srnic_qp *qp, u32 psn,
+					       u32 *index)
+{
+	u32 i;
+
+	for (i = srnic_req_head(qp); i != qp->req.send_index; i++) {
+		struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, i);
+
+		if (rw->opcode != IB_WR_RDMA_READ ||
+		    rw->status != IB_WC_SUCCESS ||
+		    srnic_psn_cmp(psn, rw->first_psn) < 0)
+			break;
+		if (srnic_psn_cmp(psn, rw->last_psn) <= 0) {
+			*index = i;
+			return rw;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Make the oldest WQE, a READ at @index, the one whose responses are
+ * placed (req.read_sgl), from its first response on if it is new. Returns
+ * false when its buffers are gone (it completed with the error).
+ */
+static bool srnic_req_read_load(struct srnic_qp *qp, u32 index,
+				struct srnic_req_wqe *rw)
 {
 	struct srnic_req *req = &qp->req;
-	u32 mtu = srnic_qp_mtu(qp);
-	u32 n = (pkt->psn - req->read_psn) & SRNIC_PSN_MASK;
-	u64 offset = req->read_offset + (u64)n * mtu;
-	u32 bit = pkt->psn & (SRNIC_SR_WINDOW - 1);
+	enum ib_wc_status status;
+	bool resume;
 
-	if (n >= SRNIC_SR_WINDOW)
+	/* Loaded, unless srnic_req_put_mrs() released its SGL. */
+	if (req->read_sgl_index == index + 1 && req->read_sgl.len == rw->len)
+		return true;
+	resume = req->read_sgl_index == index + 1;
+	srnic_sgl_put(&req->read_sgl);
+	req->read_sgl_index = 0;
+	status = IB_WC_WR_FLUSH_ERR;
+	if (srnic_req_snapshot(qp, index))
+		status = srnic_req_local_sgl(qp, req->wqe, &req->read_sgl);
+	if (status == IB_WC_SUCCESS && req->read_sgl.len != rw->len) {
+		srnic_sgl_put(&req->read_sgl);
+		status = IB_WC_LOC_QP_OP_ERR;
+	}
+	if (status != IB_WC_SUCCESS) {
+		srnic_req_retire_head(qp, status);
 		return false;
+	}
+	req->sgl_index = 0;	/* req.wqe was overwritten */
+	req->read_sgl_index = index + 1;
+	if (!resume) {
+		req->read_psn = rw->first_psn;
+		req->read_offset = 0;
+		req->read_asked_to = rw->first_psn;
+	}
+	return true;
+}
+
+/*
+ * Keep @pkt, a READ response beyond the one the oldest WQE (a READ)
+ * expects: placed at its offset in its READ's buffers. Returns false when
+ * it cannot be kept (then it goes as without selective repeat).
+ */
+static bool srnic_req_read_keep(struct srnic_qp *qp, struct sk_buff *skb,
+				const struct srnic_pkt *pkt)
+{
+	struct srnic_req *req = &qp->req;
+	u32 head = srnic_req_head(qp), index, expect, bit;
+	struct srnic_req_wqe *hw = srnic_req_wqe_at(qp, head);
+	const struct srnic_req_wqe *rw;
+	u32 mtu = srnic_qp_mtu(qp);
+	enum ib_wc_status status;
+	bool loaded;
+	u64 offset;
+	int err;
+
+	if (hw->opcode != IB_WR_RDMA_READ || hw->status != IB_WC_SUCCESS ||
+	    hw->read_done)
+		return false;
+	/* The oldest READ's buffers, loaded again if a run released them. */
+	if (!srnic_req_read_load(qp, head, hw))
+		return true;	/* gone: it completed with the error */
+	expect = req->read_psn;
+	if (srnic_psn_cmp(pkt->psn, expect) <= 0 ||
+	    ((pkt->psn - expect) & SRNIC_PSN_MASK) >= SRNIC_SR_WINDOW)
+		return false;
+	rw = srnic_req_read_of(qp, pkt->psn, &index);
+	if (!rw)
+		return false;
+	offset = (u64)((pkt->psn - rw->first_psn) & SRNIC_PSN_MASK) * mtu;
 	if (pkt->psn == rw->last_psn ?
 	    !(pkt->flags & SRNIC_OPF_LAST) ||
 	    offset + pkt->payload_len != rw->len :
 	    pkt->payload_len != mtu || offset + mtu >= rw->len)
 		return false;
-	if (test_bit(bit, req->read_kept))
+	/* Responses in order of another size: the offsets would not hold. */
+	loaded = index == head;
+	if (loaded && req->read_offset !=
+	    (u64)((req->read_psn - rw->first_psn) & SRNIC_PSN_MASK) * mtu)
+		return false;
+	bit = pkt->psn & (SRNIC_SR_WINDOW - 1);
+	if (srnic_req_read_is_kept(req, pkt->psn))
 		return true;	/* kept already */
+	if (loaded) {
+		err = srnic_pkt_scatter(skb, pkt, &req->read_sgl, offset);
+	} else {
+		/*
+		 * A later READ: its buffers resolved for this response alone,
+		 * in req.sgl, the send path's cache (the snapshot overwrites
+		 * req.wqe, which that cache describes).
+		 */
+		srnic_sgl_put(&req->sgl);
+		req->sgl_index = 0;
+		if (!srnic_req_snapshot(qp, index))
+			return false;
+		status = srnic_req_local_sgl(qp, req->wqe, &req->sgl);
+		err = status != IB_WC_SUCCESS || req->sgl.len != rw->len ||
+		      srnic_pkt_scatter(skb, pkt, &req->sgl, offset);
+		srnic_sgl_put(&req->sgl);
+	}
 	/* An ODP page the process lacks: the response in order tells. */
-	if (srnic_pkt_scatter(skb, pkt, &req->read_sgl, offset))
+	if (err)
 		return false;
 	__set_bit(bit, req->read_kept);
 	req->read_kept_count++;
@@ -1173,8 +1282,8 @@ static bool srnic_req_read_keep(struct srnic_qp *qp, struct sk_buff *skb,
 		req->read_kept_high = srnic_psn_add(pkt->psn, 1);
 	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_READ_KEPT);
 	if (req->read_kept_count >= SRNIC_REQ_SACK_THRESHOLD &&
-	    srnic_psn_cmp(req->read_asked_to, req->read_psn) <= 0)
-		srnic_req_read_ask(qp, index);
+	    srnic_psn_cmp(req->read_asked_to, expect) <= 0)
+		srnic_req_read_ask(qp, head, hw, expect);
 	return true;
 }
 
@@ -1204,6 +1313,39 @@ static bool srnic_req_read_pass_kept(struct srnic_qp *qp,
 }
 
 /*
+ * The oldest READ completed in order: the READs after it whose responses
+ * were all kept complete too, and the first that misses some asks for
+ * them if it holds any kept beyond them (lost, one path keeps order).
+ */
+static void srnic_req_read_advance(struct srnic_qp *qp)
+{
+	struct srnic_req *req = &qp->req;
+
+	while (req->read_kept_count && srnic_req_outstanding(qp) &&
+	       READ_ONCE(qp->state) != IB_QPS_ERR) {
+		u32 index = srnic_req_head(qp);
+		struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, index);
+
+		if (rw->opcode != IB_WR_RDMA_READ ||
+		    rw->status != IB_WC_SUCCESS || rw->read_done ||
+		    srnic_psn_cmp(rw->first_psn, req->send_psn) >= 0 ||
+		    !srnic_req_read_load(qp, index, rw))
+			return;
+		if (!srnic_req_read_pass_kept(qp, rw)) {
+			req->una_psn = req->read_psn;
+			if (req->read_kept_count &&
+			    srnic_psn_cmp(req->read_kept_high,
+					  req->read_psn) > 0)
+				srnic_req_read_ask(qp, index, rw,
+						   req->read_psn);
+			return;
+		}
+		rw->read_done = true;
+		srnic_req_ack(qp, rw->last_psn);
+	}
+}
+
+/*
  * A READ response for @pkt->psn. Returns false when it is not the one the
  * oldest READ expects (dropped), nor one beyond it that is kept.
  */
@@ -1211,29 +1353,20 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 				    const struct srnic_pkt *pkt)
 {
 	struct srnic_req *req = &qp->req;
-	u32 acked = srnic_psn_add(pkt->psn, SRNIC_PSN_MASK);
-	u32 index = srnic_req_head(qp);
 	struct srnic_req_wqe *rw;
-	enum ib_wc_status status;
-	bool first, last, range_end, sr;
+	bool first, last, range_end;
+	u32 index;
 
 	/* Responses of a responder that does selective repeat say so. */
 	if (pkt->sr && qp->ibqp.qp_type == IB_QPT_RC)
 		req->peer_sr = true;
-	sr = srnic_req_read_sr(qp);
-	/*
-	 * A response acknowledges every request before its READ; one of the
-	 * oldest READ's, to a requester that may keep it, no more than that
-	 * (it may come beyond the one expected).
-	 */
-	if (sr && srnic_req_outstanding(qp)) {
-		rw = srnic_req_wqe_at(qp, index);
-		if (rw->opcode == IB_WR_RDMA_READ &&
-		    srnic_psn_cmp(pkt->psn, rw->first_psn) > 0 &&
-		    srnic_psn_cmp(pkt->psn, rw->last_psn) <= 0)
-			acked = srnic_psn_add(rw->first_psn, SRNIC_PSN_MASK);
-	}
-	srnic_req_ack(qp, acked);
+	if (srnic_req_read_sr(qp) && srnic_req_outstanding(qp) &&
+	    READ_ONCE(qp->state) != IB_QPS_ERR &&
+	    srnic_req_read_keep(qp, skb, pkt))
+		return true;
+
+	/* A response acknowledges every request before its READ. */
+	srnic_req_ack(qp, srnic_psn_add(pkt->psn, SRNIC_PSN_MASK));
 	if (!srnic_req_outstanding(qp) || READ_ONCE(qp->state) == IB_QPS_ERR)
 		return false;
 	index = srnic_req_head(qp);
@@ -1242,40 +1375,12 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 	    srnic_psn_cmp(pkt->psn, rw->first_psn) < 0 ||
 	    srnic_psn_cmp(pkt->psn, rw->last_psn) > 0)
 		return false;
-
-	/* A new READ, or one whose SGL srnic_req_put_mrs() released. */
-	if (req->read_sgl_index != index + 1 || req->read_sgl.len != rw->len) {
-		bool resume = req->read_sgl_index == index + 1;
-
-		srnic_sgl_put(&req->read_sgl);
-		req->read_sgl_index = 0;
-		status = IB_WC_WR_FLUSH_ERR;
-		if (srnic_req_snapshot(qp, index))
-			status = srnic_req_local_sgl(qp, req->wqe,
-						     &req->read_sgl);
-		if (status == IB_WC_SUCCESS &&
-		    req->read_sgl.len != rw->len) {
-			srnic_sgl_put(&req->read_sgl);
-			status = IB_WC_LOC_QP_OP_ERR;
-		}
-		if (status != IB_WC_SUCCESS) {
-			srnic_req_retire_head(qp, status);
-			return true;
-		}
-		req->sgl_index = 0;	/* req.wqe was overwritten */
-		req->read_sgl_index = index + 1;
-		if (!resume) {
-			req->read_psn = rw->first_psn;
-			req->read_offset = 0;
-			srnic_req_read_kept_clear(req);
-		}
-	}
+	if (!srnic_req_read_load(qp, index, rw))
+		return true;
 
 	if (srnic_psn_cmp(pkt->psn, req->read_psn) < 0)
 		return false;	/* a duplicate */
 	if (pkt->psn != req->read_psn) {
-		if (sr && srnic_req_read_keep(qp, skb, pkt, rw, index))
-			return true;
 		/* A gap: the responses before this one were lost. */
 		if (!req->went_back)
 			srnic_req_lost(qp, req->read_psn);
@@ -1304,6 +1409,15 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 		srnic_req_retire_head(qp, IB_WC_LOC_PROT_ERR);
 		return true;
 	}
+	/*
+	 * A response kept while its READ was not the oldest, now come again
+	 * in order (sent again by going back N): no longer kept, or its bit
+	 * would stand for the PSN SRNIC_SR_WINDOW later.
+	 */
+	if (req->read_kept_count &&
+	    __test_and_clear_bit(pkt->psn & (SRNIC_SR_WINDOW - 1),
+				 req->read_kept))
+		req->read_kept_count--;
 	req->read_offset += pkt->payload_len;
 	req->read_psn = srnic_psn_add(req->read_psn, 1);
 	if (!last && req->read_kept_count)
@@ -1312,13 +1426,15 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 	srnic_req_rtt_end(qp, pkt->psn);
 	if (last) {
 		rw->read_done = true;
-		srnic_req_ack(qp, srnic_psn_add(req->read_psn, SRNIC_PSN_MASK));
+		srnic_req_ack(qp, rw->last_psn);
+		srnic_req_read_advance(qp);
 		return true;
 	}
 	/* A range asked for came whole, and more is missing above. */
 	if (req->read_kept_count &&
-	    srnic_psn_cmp(req->read_asked_to, req->read_psn) <= 0)
-		srnic_req_read_ask(qp, index);
+	    srnic_psn_cmp(req->read_asked_to, req->read_psn) <= 0 &&
+	    srnic_psn_cmp(req->read_kept_high, req->read_psn) > 0)
+		srnic_req_read_ask(qp, index, rw, req->read_psn);
 	srnic_req_progress(qp);
 	return true;
 }

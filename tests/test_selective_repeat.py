@@ -341,14 +341,14 @@ def read_stream(topo, depth=1, reads=STREAM_WRITES // 3):
     return d[topo.a.name], d[topo.b.name], need
 
 
-def test_read_responses_lost_are_asked_again_selectively(wire):
-    """One READ at a time, b's responses losing LOSS on the way (a's
-    requests do not): a keeps the responses that come beyond a loss and
-    asks again, with a READ of just their range, only for the missing ones;
-    with selective repeat off at a it goes back N. Every byte lands either
-    way, and b sends fewer responses again with it. (With several READs
-    outstanding every READ goes back N: a later READ's responses have no
-    place kept for them.)"""
+@pytest.mark.parametrize("depth", [1, 4])
+def test_read_responses_lost_are_asked_again_selectively(wire, depth):
+    """READs one or four at a time, b's responses losing LOSS on the way
+    (a's requests do not): a keeps the responses that come beyond a loss,
+    of the oldest READ and of later ones, and asks again, with a READ of
+    just their range, only for the missing ones; with selective repeat off
+    at a it goes back N. Every byte lands either way, and b sends fewer
+    responses again with it."""
     set_loss(wire.a, "0%")
     harness.run(*wire.b.cmd("tc", "qdisc", "add", "dev", wire.b.netdev,
                             "root", "netem", "loss", LOSS))
@@ -356,10 +356,10 @@ def test_read_responses_lost_are_asked_again_selectively(wire):
     # wire loses packets one by one.
     try:
         with harness.module_param("tx_batch", 0):
-            a, b, need = read_stream(wire)
+            a, b, need = read_stream(wire, depth)
             set_sr(wire.a, 0)
             try:
-                ga, gb, _ = read_stream(wire)
+                ga, gb, _ = read_stream(wire, depth)
             finally:
                 set_sr(wire.a, 1)
     finally:
