@@ -1173,6 +1173,30 @@ static struct srnic_req_wqe *srnic_req_read_of(struct srnic_qp *qp, u32 psn,
 }
 
 /*
+ * Resolve the local buffers of the outstanding READ or atomic at @index
+ * (@rw) into req.read_sgl, from its WQE (untrusted, so checked again).
+ * Returns the local status; the WQE is not retired.
+ */
+static enum ib_wc_status srnic_req_read_sgl_get(struct srnic_qp *qp,
+						u32 index,
+						const struct srnic_req_wqe *rw)
+{
+	struct srnic_req *req = &qp->req;
+	enum ib_wc_status status = IB_WC_WR_FLUSH_ERR;
+
+	srnic_sgl_put(&req->read_sgl);
+	req->read_sgl_index = 0;
+	if (srnic_req_snapshot(qp, index))
+		status = srnic_req_local_sgl(qp, req->wqe, &req->read_sgl);
+	req->sgl_index = 0;	/* req.wqe was overwritten */
+	if (status == IB_WC_SUCCESS && req->read_sgl.len != rw->len) {
+		srnic_sgl_put(&req->read_sgl);
+		status = IB_WC_LOC_QP_OP_ERR;
+	}
+	return status;
+}
+
+/*
  * Make the oldest WQE, a READ at @index, the one whose responses are
  * placed (req.read_sgl), from its first response on if it is new. Returns
  * false when its buffers are gone (it completed with the error).
@@ -1188,20 +1212,11 @@ static bool srnic_req_read_load(struct srnic_qp *qp, u32 index,
 	if (req->read_sgl_index == index + 1 && req->read_sgl.len == rw->len)
 		return true;
 	resume = req->read_sgl_index == index + 1;
-	srnic_sgl_put(&req->read_sgl);
-	req->read_sgl_index = 0;
-	status = IB_WC_WR_FLUSH_ERR;
-	if (srnic_req_snapshot(qp, index))
-		status = srnic_req_local_sgl(qp, req->wqe, &req->read_sgl);
-	if (status == IB_WC_SUCCESS && req->read_sgl.len != rw->len) {
-		srnic_sgl_put(&req->read_sgl);
-		status = IB_WC_LOC_QP_OP_ERR;
-	}
+	status = srnic_req_read_sgl_get(qp, index, rw);
 	if (status != IB_WC_SUCCESS) {
 		srnic_req_retire_head(qp, status);
 		return false;
 	}
-	req->sgl_index = 0;	/* req.wqe was overwritten */
 	req->read_sgl_index = index + 1;
 	if (!resume) {
 		req->read_psn = rw->first_psn;
@@ -1476,16 +1491,7 @@ static bool srnic_req_atomic_response(struct srnic_qp *qp,
 	 * The local SGE again, from the WQE (untrusted, so checked again):
 	 * in read_sgl, free while an atomic is the oldest WQE.
 	 */
-	srnic_sgl_put(&req->read_sgl);
-	req->read_sgl_index = 0;
-	status = IB_WC_WR_FLUSH_ERR;
-	if (srnic_req_snapshot(qp, index))
-		status = srnic_req_local_sgl(qp, req->wqe, &req->read_sgl);
-	req->sgl_index = 0;	/* req.wqe was overwritten */
-	if (status == IB_WC_SUCCESS && req->read_sgl.len != rw->len) {
-		srnic_sgl_put(&req->read_sgl);
-		status = IB_WC_LOC_QP_OP_ERR;
-	}
+	status = srnic_req_read_sgl_get(qp, index, rw);
 	if (status != IB_WC_SUCCESS) {
 		srnic_req_retire_head(qp, status);
 		return true;

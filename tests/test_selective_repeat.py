@@ -34,6 +34,7 @@ pytestmark = [
 LOSS = "3%"
 TAIL_LOSS = "10%"
 STREAM_WRITES = 120
+READS = 40
 STREAM_DEPTH = 8
 STREAM_SIZE = 64 * 1024
 COUNTERS = ("tx_packets", "rx_duplicate_requests", "rx_out_of_sequence",
@@ -92,43 +93,48 @@ def wire():
         topology.teardown(topo, veth)
 
 
-def stream(topo, depth=STREAM_DEPTH):
-    """STREAM_WRITES distinct WRITEs of STREAM_SIZE from a to b,
-    depth in flight, each to its own place in b's MR; every one
-    completes successfully and every byte lands. Returns (a's, b's)
-    counter deltas and the data packets the stream needs without loss."""
+def stream(topo, depth=STREAM_DEPTH, opcode=e.IBV_WR_RDMA_WRITE,
+           count=STREAM_WRITES):
+    """count distinct RDMA WRITEs of STREAM_SIZE by a to b's MR (or READs
+    by a from it: opcode), depth in flight, each to its own place; every
+    one completes successfully and every byte lands. Returns (a's, b's)
+    counter deltas and the data packets (WRITEs) or READ responses the
+    stream needs without loss."""
+    read = opcode == e.IBV_WR_RDMA_READ
     before = {end.name: counters(end) for end in (topo.a, topo.b)}
     pair = RCPair(topo, max_send_wr=depth)
     try:
         pair.connect()
-        total = STREAM_WRITES * STREAM_SIZE
-        src, dst = pair.a.mr(total), pair.b.mr(total)
+        total = count * STREAM_SIZE
+        local, remote = pair.a.mr(total), pair.b.mr(total)
+        src, dst = (remote, local) if read else (local, remote)
         base = bytes((i * 7) & 0xff for i in range(STREAM_SIZE))
         data = b"".join(n.to_bytes(4, "little") * 16 + base[64:]
-                        for n in range(STREAM_WRITES))
+                        for n in range(count))
         src.write(data, total)
 
         def post(n):
             pair.a.qp.post_send(send_wr(
-                n, e.IBV_WR_RDMA_WRITE,
-                [sge(src, n * STREAM_SIZE, STREAM_SIZE)],
-                remote=(dst, n * STREAM_SIZE)))
+                n, opcode, [sge(local, n * STREAM_SIZE, STREAM_SIZE)],
+                remote=(remote, n * STREAM_SIZE)))
 
         posted = 0
         while posted < depth:
             post(posted)
             posted += 1
-        for n in range(STREAM_WRITES):
-            check_ok(pair.a.poll(timeout=60)[0], n, e.IBV_WC_RDMA_WRITE)
-            if posted < STREAM_WRITES:
+        wc_opcode = e.IBV_WC_RDMA_READ if read else e.IBV_WC_RDMA_WRITE
+        for n in range(count):
+            check_ok(pair.a.poll(timeout=60)[0], n, wc_opcode)
+            if posted < count:
                 post(posted)
                 posted += 1
         got = dst.read(total, 0)
         bad = next((i for i in range(0, total, STREAM_SIZE)
                     if got[i:i + STREAM_SIZE] != data[i:i + STREAM_SIZE]),
                    None)
-        assert bad is None, f"WRITE {bad // STREAM_SIZE} landed wrong"
-        need = STREAM_WRITES * -(-STREAM_SIZE // (128 << pair.mtu))
+        assert bad is None, \
+            f"{'READ' if read else 'WRITE'} {bad // STREAM_SIZE} landed wrong"
+        need = count * -(-STREAM_SIZE // (128 << pair.mtu))
     finally:
         pair.close()
     after = {end.name: counters(end) for end in (topo.a, topo.b)}
@@ -296,51 +302,6 @@ def test_a_responder_with_selective_repeat_off_goes_back_n(wire):
     assert a["selective_retransmits"] == 0 and a["retransmits"] > 0, (a, b)
 
 
-def read_stream(topo, depth=1, reads=STREAM_WRITES // 3):
-    """reads distinct READs of STREAM_SIZE by a from b's MR, depth in
-    flight, each into its own place in a's MR; every one completes and
-    every byte lands. Returns (a's, b's) counter deltas and the READ
-    response packets the stream needs without loss."""
-    before = {end.name: counters(end) for end in (topo.a, topo.b)}
-    pair = RCPair(topo, max_send_wr=depth)
-    try:
-        pair.connect()
-        total = reads * STREAM_SIZE
-        dst, src = pair.a.mr(total), pair.b.mr(total)
-        base = bytes((i * 13) & 0xff for i in range(STREAM_SIZE))
-        data = b"".join(n.to_bytes(4, "little") * 16 + base[64:]
-                        for n in range(reads))
-        src.write(data, total)
-
-        def post(n):
-            pair.a.qp.post_send(send_wr(
-                n, e.IBV_WR_RDMA_READ,
-                [sge(dst, n * STREAM_SIZE, STREAM_SIZE)],
-                remote=(src, n * STREAM_SIZE)))
-
-        posted = 0
-        while posted < depth:
-            post(posted)
-            posted += 1
-        for n in range(reads):
-            check_ok(pair.a.poll(timeout=60)[0], n, e.IBV_WC_RDMA_READ)
-            if posted < reads:
-                post(posted)
-                posted += 1
-        got = dst.read(total, 0)
-        bad = next((i for i in range(0, total, STREAM_SIZE)
-                    if got[i:i + STREAM_SIZE] != data[i:i + STREAM_SIZE]),
-                   None)
-        assert bad is None, f"READ {bad // STREAM_SIZE} landed wrong"
-        need = reads * -(-STREAM_SIZE // (128 << pair.mtu))
-    finally:
-        pair.close()
-    after = {end.name: counters(end) for end in (topo.a, topo.b)}
-    d = {name: {k: v - before[name][k] for k, v in after[name].items()}
-         for name in after}
-    return d[topo.a.name], d[topo.b.name], need
-
-
 @pytest.mark.parametrize("depth", [1, 4])
 def test_read_responses_lost_are_asked_again_selectively(wire, depth):
     """READs one or four at a time, b's responses losing LOSS on the way
@@ -356,10 +317,10 @@ def test_read_responses_lost_are_asked_again_selectively(wire, depth):
     # wire loses packets one by one.
     try:
         with harness.module_param("tx_batch", 0):
-            a, b, need = read_stream(wire, depth)
+            a, b, need = stream(wire, depth, e.IBV_WR_RDMA_READ, READS)
             set_sr(wire.a, 0)
             try:
-                ga, gb, _ = read_stream(wire, depth)
+                ga, gb, _ = stream(wire, depth, e.IBV_WR_RDMA_READ, READS)
             finally:
                 set_sr(wire.a, 1)
     finally:
