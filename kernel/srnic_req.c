@@ -692,9 +692,9 @@ static bool srnic_req_resend_pending(struct srnic_qp *qp)
  * Send again, within @budget, the PSNs missing below at least
  * SRNIC_REQ_SACK_THRESHOLD the responder reported kept: one packet each,
  * or a READ's or atomic's request once (its responses recover on their
- * own: srnic_req_read_keep()). Returns packets sent. The resends go in a batch of their
- * own: one the way out refused never left, and the round starts over at
- * the next run.
+ * own: srnic_req_read_keep()). Returns packets sent. The resends go in a
+ * batch of their own: one the way out refused never left, and the round
+ * starts over at the next run.
  */
 static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 {
