@@ -897,9 +897,10 @@ struct srnic_rate {
  * @read_kept_high: the PSN after the highest READ response kept
  * @read_asked_to: the responses missing from @read_psn were asked for
  *		   again up to (not including) this PSN
- * @read_kept: selective repeat: the responses of the oldest READ that came
- *	       beyond @read_psn and were placed, each at its PSN modulo
- *	       SRNIC_SR_WINDOW (srnic_req_read_keep())
+ * @read_kept: selective repeat: the READ responses that came beyond the
+ *	       one the oldest READ expects (its own, or a later READ's) and
+ *	       were placed, each at its PSN modulo SRNIC_SR_WINDOW
+ *	       (srnic_req_read_keep())
  */
 struct srnic_req {
 	struct srnic_send_wqe *wqe;
