@@ -362,7 +362,7 @@ int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
  * @sr: srnic's selective repeat bit (SRNIC_BTH_APSN_SR): on a request, its
  *	requester takes selective NAKs; on a NAK, it is one
  * @sr_run: a selective NAK's run of kept PSNs, 1 to SRNIC_SR_RUN_MAX; on
- *	    a READ request, SRNIC_SR_RUN_READ_RANGE or 0
+ *	    a READ or atomic request, SRNIC_SR_RUN_READ_RANGE or 0
  * @sport: the UDP source port, or 0 for the path's (multipath spraying)
  * @solicited: BTH SE
  * @va: RETH or AtomicETH virtual address

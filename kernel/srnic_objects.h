@@ -901,6 +901,10 @@ struct srnic_rate {
  *	       one the oldest READ expects (its own, or a later READ's) and
  *	       were placed, each at its PSN modulo SRNIC_SR_WINDOW
  *	       (srnic_req_read_keep())
+ * @ack_held: selective repeat: an ACK came beyond the responses the
+ *	      oldest READ misses, which were asked for again; it
+ *	      acknowledges up to @ack_held_psn once the READ completes
+ * @ack_held_psn: see @ack_held
  */
 struct srnic_req {
 	struct srnic_send_wqe *wqe;
@@ -961,6 +965,8 @@ struct srnic_req {
 	u32 read_kept_high;
 	u32 read_asked_to;
 	DECLARE_BITMAP(read_kept, SRNIC_SR_WINDOW);
+	bool ack_held;
+	u32 ack_held_psn;
 };
 
 /**

@@ -311,6 +311,9 @@ static bool srnic_req_take(struct srnic_qp *qp)
 
 static void srnic_req_ack(struct srnic_qp *qp, u32 psn);
 static bool srnic_req_rewind(struct srnic_qp *qp, u32 psn);
+static bool srnic_req_read_sr(struct srnic_qp *qp);
+static void srnic_req_ack_hold(struct srnic_req *req, u32 psn);
+static void srnic_req_read_advance(struct srnic_qp *qp);
 
 /* The BTH opcode of a packet (RC's transport bits are 0). */
 static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
@@ -348,6 +351,21 @@ static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
 	if (last)
 		return imm ? SRNIC_OP_WRITE_LAST_IMM : SRNIC_OP_WRITE_LAST;
 	return SRNIC_OP_WRITE_MIDDLE;
+}
+
+/* The target and operands of an atomic's request, from its WQE. */
+static void srnic_req_atomic_txd(const struct srnic_req_wqe *rw,
+				 const struct srnic_send_wqe *wqe,
+				 struct srnic_txd *txd)
+{
+	bool cmp_swap = rw->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
+
+	txd->va = wqe->atomic.remote_addr;
+	txd->rkey = wqe->atomic.rkey;
+	/* compare_add is the compare value, or the addend. */
+	txd->swap_add = cmp_swap ? wqe->atomic.swap : wqe->atomic.compare_add;
+	txd->compare = cmp_swap ? wqe->atomic.compare_add : 0;
+	txd->ack_req = true;
 }
 
 /*
@@ -450,15 +468,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.ack_req = true;
 			last = true;
 		} else if (srnic_wr_is_atomic(rw->opcode)) {
-			bool cmp_swap = rw->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
-
-			txd.va = wqe->atomic.remote_addr;
-			txd.rkey = wqe->atomic.rkey;
-			/* compare_add is the compare value, or the addend. */
-			txd.swap_add = cmp_swap ? wqe->atomic.swap :
-						  wqe->atomic.compare_add;
-			txd.compare = cmp_swap ? wqe->atomic.compare_add : 0;
-			txd.ack_req = true;
+			srnic_req_atomic_txd(rw, wqe, &txd);
 		} else {
 			txd.sgl = &req->sgl;
 			txd.offset = offset;
@@ -665,12 +675,19 @@ static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 	req->resend_ready = true;
 }
 
-/* How many PSNs of [@from, @to) were reported kept (within the window). */
+/*
+ * How many PSNs of [@from, @to) were reported kept (within the window);
+ * 0 when @from is at or beyond @to (a READ or atomic sent again whole may
+ * end beyond the highest kept).
+ */
 static u32 srnic_req_sacked_between(struct srnic_req *req, u32 from, u32 to)
 {
 	u32 i = from & (SRNIC_SR_WINDOW - 1);
-	u32 end = i + ((to - from) & SRNIC_PSN_MASK);
+	u32 end;
 
+	if (srnic_psn_cmp(from, to) >= 0)
+		return 0;
+	end = i + min_t(u32, (to - from) & SRNIC_PSN_MASK, SRNIC_SR_WINDOW);
 	if (end <= SRNIC_SR_WINDOW)
 		return bitmap_weight(req->sacked, end) -
 		       bitmap_weight(req->sacked, i);
@@ -946,7 +963,7 @@ static void srnic_req_progress(struct srnic_qp *qp)
 static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
 {
 	struct srnic_req *req = &qp->req;
-	bool progress = false, lost = false;
+	bool progress = false, lost = false, held = false;
 	u32 expect = 0;
 
 	while (srnic_req_outstanding(qp)) {
@@ -960,7 +977,12 @@ static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
 				 req->read_sgl_index == head + 1 ?
 				 req->read_psn : rw->first_psn;
 			if (srnic_psn_cmp(psn, expect) >= 0) {
-				lost = true;
+				if (srnic_req_read_sr(qp)) {
+					srnic_req_ack_hold(req, psn);
+					held = true;
+				} else {
+					lost = true;
+				}
 				psn = srnic_psn_add(expect, SRNIC_PSN_MASK);
 			}
 			break;
@@ -992,6 +1014,8 @@ static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
 		srnic_req_progress(qp);
 	if (lost && !req->went_back)
 		srnic_req_lost(qp, expect);
+	else if (held)
+		srnic_req_read_advance(qp);
 }
 
 /* Complete the oldest WQE with a remote error (the QP goes to error). */
@@ -1080,6 +1104,17 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn,
  * READ completed so makes way for the next, whose kept responses count at
  * once (srnic_req_read_advance()). A range asked for and lost again waits
  * for the ACK timeout, which goes back N as without it.
+ *
+ * WRITEs and SENDs may stand between the READs: a response tells that the
+ * responder executed every request before its READ, so the ones ahead of
+ * the oldest READ are acknowledged by it (srnic_req_read_acks_before()),
+ * and those between READs by a response kept of a READ after them. An ACK
+ * of a request after the oldest READ, which misses responses, tells them
+ * lost (one path keeps the responder's order): they are asked for again,
+ * and the ACK is held (req.ack_held) until the READ completes. An atomic
+ * whose ATOMIC_ACKNOWLEDGE was lost so is asked for again alone
+ * (srnic_req_atomic_ask()); the responses of READs behind it are not kept,
+ * but asked for again once it completes, as the ACK held tells.
  */
 
 /* Whether READ responses may be kept (see above). */
@@ -1097,6 +1132,42 @@ static void srnic_req_read_kept_clear(struct srnic_req *req)
 	req->read_kept_count = 0;
 	req->read_kept_high = req->read_psn;
 	req->read_asked_to = req->read_psn;
+	req->ack_held = false;
+}
+
+/*
+ * An ACK up to @psn came while the oldest READ misses responses before
+ * it: kept until the READ completes (the requests it covers after the
+ * READ complete after it).
+ */
+static void srnic_req_ack_hold(struct srnic_req *req, u32 psn)
+{
+	if (!req->ack_held || srnic_psn_cmp(psn, req->ack_held_psn) > 0)
+		req->ack_held_psn = psn;
+	req->ack_held = true;
+}
+
+/*
+ * A READ response for @psn: the WRITEs and SENDs ahead of the first READ
+ * or atomic still outstanding are acknowledged if @psn is at or beyond
+ * that one's first PSN (the responder executed everything before it).
+ */
+static void srnic_req_read_acks_before(struct srnic_qp *qp, u32 psn)
+{
+	u32 head = srnic_req_head(qp), i;
+
+	for (i = head; i != qp->req.send_index; i++) {
+		const struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, i);
+
+		if (rw->status != IB_WC_SUCCESS)
+			return;
+		if (srnic_wr_is_rd_atomic(rw->opcode) && !rw->read_done) {
+			if (i != head && srnic_psn_cmp(psn, rw->first_psn) >= 0)
+				srnic_req_ack(qp, srnic_psn_add(rw->first_psn,
+								SRNIC_PSN_MASK));
+			return;
+		}
+	}
 }
 
 /* Is the response of @psn kept? */
@@ -1147,10 +1218,38 @@ static void srnic_req_read_ask(struct srnic_qp *qp, u32 index,
 }
 
 /*
- * The outstanding READ whose responses include @psn (at *@index), when
- * only READs come before it; else NULL. A response of a later READ tells
- * the requests before it arrived, which a WRITE in between would wait
- * for: there the READs go back N, as without selective repeat.
+ * Ask again for the ATOMIC_ACKNOWLEDGE of the oldest WQE, an atomic (@rw,
+ * at @index) the responder executed (a later request was answered): its
+ * request again, marked as asked (the responder replays the result, IBTA
+ * 9.7.5.1.3.2, and drops nothing for it).
+ */
+static void srnic_req_atomic_ask(struct srnic_qp *qp, u32 index,
+				 const struct srnic_req_wqe *rw)
+{
+	struct srnic_req *req = &qp->req;
+	struct srnic_txd txd = {
+		.opcode = srnic_req_opcode(rw, true, true),
+		.psn = rw->first_psn,
+		.sr = true,
+		.sr_run = SRNIC_SR_RUN_READ_RANGE,
+	};
+
+	if (!srnic_req_snapshot(qp, index))
+		return;
+	req->sgl_index = 0;	/* req.wqe was overwritten */
+	srnic_req_atomic_txd(rw, req->wqe, &txd);
+	srnic_tx_build(qp, &txd, NULL);
+	req->read_asked_to = srnic_psn_add(rw->first_psn, 1);
+	req->rtt_sampling = false;	/* Karn's rule */
+	srnic_count(to_srnic_dev(qp->ibqp.device),
+		    SRNIC_CNT_SELECTIVE_RETRANSMITS);
+}
+
+/*
+ * The outstanding READ whose responses include @psn (at *@index), when no
+ * atomic still waiting for its ATOMIC_ACKNOWLEDGE comes before it; else
+ * NULL. Behind such an atomic the READs go back N, as without selective
+ * repeat (the atomic is sent again, and the responder replays it).
  */
 static struct srnic_req_wqe *srnic_req_read_of(struct srnic_qp *qp, u32 psn,
 					       u32 *index)
@@ -1160,10 +1259,14 @@ static struct srnic_req_wqe *srnic_req_read_of(struct srnic_qp *qp, u32 psn,
 	for (i = srnic_req_head(qp); i != qp->req.send_index; i++) {
 		struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, i);
 
-		if (rw->opcode != IB_WR_RDMA_READ ||
-		    rw->status != IB_WC_SUCCESS ||
+		if (rw->status != IB_WC_SUCCESS ||
 		    srnic_psn_cmp(psn, rw->first_psn) < 0)
 			break;
+		if (rw->opcode != IB_WR_RDMA_READ) {
+			if (srnic_wr_is_atomic(rw->opcode) && !rw->read_done)
+				break;
+			continue;	/* acknowledged by this response */
+		}
 		if (srnic_psn_cmp(psn, rw->last_psn) <= 0) {
 			*index = i;
 			return rw;
@@ -1244,6 +1347,14 @@ static bool srnic_req_read_keep(struct srnic_qp *qp, struct sk_buff *skb,
 	u64 offset;
 	int err;
 
+	if (hw->opcode != IB_WR_RDMA_READ || hw->read_done) {
+		srnic_req_read_acks_before(qp, pkt->psn);
+		if (!srnic_req_outstanding(qp) ||
+		    READ_ONCE(qp->state) == IB_QPS_ERR)
+			return false;
+		head = srnic_req_head(qp);
+		hw = srnic_req_wqe_at(qp, head);
+	}
 	if (hw->opcode != IB_WR_RDMA_READ || hw->status != IB_WC_SUCCESS ||
 	    hw->read_done)
 		return false;
@@ -1328,29 +1439,58 @@ static bool srnic_req_read_pass_kept(struct srnic_qp *qp,
 }
 
 /*
- * The oldest READ completed in order: the READs after it whose responses
- * were all kept complete too, and the first that misses some asks for
- * them if it holds any kept beyond them (lost, one path keeps order).
+ * The oldest READ completed in order, or an ACK was held: the WQEs after
+ * it that responses kept of later READs or the ACK held acknowledge
+ * complete, READs whose responses were all kept among them, and the
+ * first READ that misses some asks for them if it holds any kept beyond
+ * them or the ACK held covers them (lost: one path keeps order).
  */
 static void srnic_req_read_advance(struct srnic_qp *qp)
 {
 	struct srnic_req *req = &qp->req;
 
-	while (req->read_kept_count && srnic_req_outstanding(qp) &&
+	while (srnic_req_outstanding(qp) &&
 	       READ_ONCE(qp->state) != IB_QPS_ERR) {
 		u32 index = srnic_req_head(qp);
 		struct srnic_req_wqe *rw = srnic_req_wqe_at(qp, index);
+		bool held;
 
-		if (rw->opcode != IB_WR_RDMA_READ ||
-		    rw->status != IB_WC_SUCCESS || rw->read_done ||
-		    srnic_psn_cmp(rw->first_psn, req->send_psn) >= 0 ||
-		    !srnic_req_read_load(qp, index, rw))
+		if (req->ack_held &&
+		    srnic_psn_cmp(req->ack_held_psn, rw->first_psn) < 0)
+			req->ack_held = false;	/* everything it covers done */
+		held = req->ack_held;
+		if ((!req->read_kept_count && !held) ||
+		    rw->status != IB_WC_SUCCESS ||
+		    srnic_psn_cmp(rw->first_psn, req->send_psn) >= 0)
+			return;
+		if (!srnic_wr_is_rd_atomic(rw->opcode) || rw->read_done) {
+			/* A later READ was answered, or the ACK covers it. */
+			u32 to = rw->last_psn;
+
+			if (!req->read_kept_count &&
+			    srnic_psn_cmp(to, req->ack_held_psn) > 0)
+				to = req->ack_held_psn;
+			srnic_req_ack(qp, to);
+			if (srnic_req_head(qp) == index)
+				return;
+			continue;
+		}
+		if (rw->opcode != IB_WR_RDMA_READ) {
+			/* An atomic the ACK covers: its answer was lost. */
+			if (held && srnic_psn_cmp(req->read_asked_to,
+						  rw->first_psn) <= 0)
+				srnic_req_atomic_ask(qp, index, rw);
+			return;
+		}
+		if (!srnic_req_read_load(qp, index, rw))
 			return;
 		if (!srnic_req_read_pass_kept(qp, rw)) {
 			req->una_psn = req->read_psn;
-			if (req->read_kept_count &&
-			    srnic_psn_cmp(req->read_kept_high,
-					  req->read_psn) > 0)
+			if (srnic_psn_cmp(req->read_asked_to,
+					  req->read_psn) <= 0 &&
+			    (held || (req->read_kept_count &&
+				      srnic_psn_cmp(req->read_kept_high,
+						    req->read_psn) > 0)))
 				srnic_req_read_ask(qp, index, rw,
 						   req->read_psn);
 			return;
@@ -1382,6 +1522,13 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 
 	/* A response acknowledges every request before its READ. */
 	srnic_req_ack(qp, srnic_psn_add(pkt->psn, SRNIC_PSN_MASK));
+	/*
+	 * Held for an older READ or atomic that misses its answer: this
+	 * response's READ, whose responses are not kept, is asked for again
+	 * after it.
+	 */
+	if (req->ack_held)
+		srnic_req_ack_hold(req, pkt->psn);
 	if (!srnic_req_outstanding(qp) || READ_ONCE(qp->state) == IB_QPS_ERR)
 		return false;
 	index = srnic_req_head(qp);
@@ -1509,6 +1656,7 @@ static bool srnic_req_atomic_response(struct srnic_qp *qp,
 	}
 	rw->read_done = true;
 	srnic_req_ack(qp, pkt->psn);
+	srnic_req_read_advance(qp);
 	return true;
 }
 

@@ -1088,12 +1088,13 @@ static void srnic_resp_duplicate(struct srnic_qp *qp, struct sk_buff *skb,
 
 /*
  * A READ request asking again for a range of an earlier READ's responses,
- * the rest of which its requester holds (selective repeat): no going back.
+ * the rest of which its requester holds, or an atomic asking again for its
+ * ATOMIC_ACKNOWLEDGE (selective repeat): no going back.
  */
 static bool srnic_resp_asks_range(const struct srnic_pkt *pkt)
 {
 	return pkt->sr && pkt->sr_run == SRNIC_SR_RUN_READ_RANGE &&
-	       (pkt->flags & SRNIC_OPF_READ);
+	       ((pkt->flags & SRNIC_OPF_READ) || pkt->atmeth);
 }
 
 /**

@@ -55,7 +55,8 @@ struct srnic_bth {
  * it asks again for a range of an earlier READ's responses, the others of
  * which the requester holds (selective repeat, srnic_req.c). The
  * responder answers it after the READ it is answering, and drops nothing
- * for it (srnic_resp_went_back()).
+ * for it (srnic_resp_went_back()). On an atomic request: it asks again
+ * for the ATOMIC_ACKNOWLEDGE alone (the responder replays it).
  */
 #define SRNIC_SR_RUN_READ_RANGE		2
 #define SRNIC_SR_RUN_MAX		64

@@ -19,12 +19,14 @@ A stream of distinct 64 KiB RDMA WRITEs, STREAM_DEPTH in flight, goes
 from a to b over a veth whose a end drops LOSS of what it sends (netem;
 ACKs and NAKs are not lost); every byte is compared at the end.
 """
+import contextlib
+
 import pytest
 
 import harness
 import topology
 import verbs_enums as e
-from rc_verbs import RCPair, check_ok, send_wr, sge
+from rc_verbs import ACCESS_ALL, RCPair, check_ok, send_wr, sge
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -35,6 +37,8 @@ LOSS = "3%"
 TAIL_LOSS = "10%"
 STREAM_WRITES = 120
 READS = 40
+MIXED_COUNT = 300
+MIXED_SIZE = 4096
 STREAM_DEPTH = 8
 STREAM_SIZE = 64 * 1024
 COUNTERS = ("tx_packets", "rx_duplicate_requests", "rx_out_of_sequence",
@@ -93,48 +97,75 @@ def wire():
         topology.teardown(topo, veth)
 
 
-def stream(topo, depth=STREAM_DEPTH, opcode=e.IBV_WR_RDMA_WRITE,
-           count=STREAM_WRITES):
-    """count distinct RDMA WRITEs of STREAM_SIZE by a to b's MR (or READs
-    by a from it: opcode), depth in flight, each to its own place; every
-    one completes successfully and every byte lands. Returns (a's, b's)
-    counter deltas and the data packets (WRITEs) or READ responses the
-    stream needs without loss."""
-    read = opcode == e.IBV_WR_RDMA_READ
+def stream(topo, depth=STREAM_DEPTH, opcodes=(e.IBV_WR_RDMA_WRITE,),
+           count=STREAM_WRITES, size=STREAM_SIZE):
+    """count distinct RDMA WRITEs of size by a to b's MR, READs by a from
+    it, or fetch-and-adds of 1 on its first 8 bytes, the n-th one
+    opcodes[n % len(opcodes)], depth in flight, each to its own place;
+    every one completes successfully and every byte lands (an atomic
+    executed once: its original value at a, one more at b). Returns (a's,
+    b's) counter deltas and the data packets (WRITEs) and READ responses
+    the stream needs without loss."""
     before = {end.name: counters(end) for end in (topo.a, topo.b)}
-    pair = RCPair(topo, max_send_wr=depth)
+    access = ACCESS_ALL | e.IBV_ACCESS_REMOTE_ATOMIC
+    pair = RCPair(topo, qp_access=access, max_send_wr=depth)
     try:
         pair.connect()
-        total = count * STREAM_SIZE
-        local, remote = pair.a.mr(total), pair.b.mr(total)
-        src, dst = (remote, local) if read else (local, remote)
-        base = bytes((i * 7) & 0xff for i in range(STREAM_SIZE))
-        data = b"".join(n.to_bytes(4, "little") * 16 + base[64:]
-                        for n in range(count))
-        src.write(data, total)
+        total = count * size
+        local, remote = pair.a.mr(total), pair.b.mr(total, access)
+        base = bytes((i * 7) & 0xff for i in range(size))
+        data = [n.to_bytes(4, "little") * 16 + base[64:] for n in range(count)]
+        zero = bytes(size)
+
+        def op(n):
+            return opcodes[n % len(opcodes)]
+
+        def added(d):
+            return (int.from_bytes(d[:8], "little") + 1).to_bytes(
+                8, "little") + d[8:]
+
+        # A READ's data starts at b, a WRITE's at a, an atomic's target at
+        # b; both end with all, b with the atomics' targets one more.
+        start = {e.IBV_WR_RDMA_READ: (zero, None),
+                 e.IBV_WR_RDMA_WRITE: (None, zero),
+                 e.IBV_WR_ATOMIC_FETCH_AND_ADD: (bytes(8), None)}
+        local.write(b"".join(
+            (start[op(n)][0] or b"") + d[len(start[op(n)][0] or b""):]
+            for n, d in enumerate(data)), total)
+        remote.write(b"".join(start[op(n)][1] or d
+                              for n, d in enumerate(data)), total)
+        expect_b = [added(d) if op(n) == e.IBV_WR_ATOMIC_FETCH_AND_ADD
+                    else d for n, d in enumerate(data)]
 
         def post(n):
-            pair.a.qp.post_send(send_wr(
-                n, opcode, [sge(local, n * STREAM_SIZE, STREAM_SIZE)],
-                remote=(remote, n * STREAM_SIZE)))
+            atomic = op(n) == e.IBV_WR_ATOMIC_FETCH_AND_ADD
+            wr = send_wr(n, op(n), [sge(local, n * size, 8 if atomic
+                                        else size)],
+                         remote=None if atomic else (remote, n * size))
+            if atomic:
+                wr.set_wr_atomic(rkey=remote.rkey, addr=remote.buf + n * size,
+                                 compare_add=1, swap=0)
+            pair.a.qp.post_send(wr)
 
         posted = 0
         while posted < depth:
             post(posted)
             posted += 1
-        wc_opcode = e.IBV_WC_RDMA_READ if read else e.IBV_WC_RDMA_WRITE
+        wc_opcode = {e.IBV_WR_RDMA_READ: e.IBV_WC_RDMA_READ,
+                     e.IBV_WR_RDMA_WRITE: e.IBV_WC_RDMA_WRITE,
+                     e.IBV_WR_ATOMIC_FETCH_AND_ADD: e.IBV_WC_FETCH_ADD}
         for n in range(count):
-            check_ok(pair.a.poll(timeout=60)[0], n, wc_opcode)
+            check_ok(pair.a.poll(timeout=60)[0], n, wc_opcode[op(n)])
             if posted < count:
                 post(posted)
                 posted += 1
-        got = dst.read(total, 0)
-        bad = next((i for i in range(0, total, STREAM_SIZE)
-                    if got[i:i + STREAM_SIZE] != data[i:i + STREAM_SIZE]),
-                   None)
-        assert bad is None, \
-            f"{'READ' if read else 'WRITE'} {bad // STREAM_SIZE} landed wrong"
-        need = count * -(-STREAM_SIZE // (128 << pair.mtu))
+        for mr, where, expect in ((local, "a", data), (remote, "b", expect_b)):
+            got = mr.read(total, 0)
+            bad = next((n for n in range(count)
+                        if got[n * size:(n + 1) * size] != expect[n]), None)
+            assert bad is None, f"WR {bad} (opcode {op(bad)}) is wrong at " \
+                                f"{where}"
+        need = count * -(-size // (128 << pair.mtu))
     finally:
         pair.close()
     after = {end.name: counters(end) for end in (topo.a, topo.b)}
@@ -302,6 +333,33 @@ def test_a_responder_with_selective_repeat_off_goes_back_n(wire):
     assert a["selective_retransmits"] == 0 and a["retransmits"] > 0, (a, b)
 
 
+@contextlib.contextmanager
+def responses_lost(wire):
+    """b's packets (READ responses, ACKs) lose LOSS on the way, a's
+    requests nothing; one skb per packet: netem drops a batch (one GSO
+    skb) whole, where a wire loses packets one by one."""
+    set_loss(wire.a, "0%")
+    harness.run(*wire.b.cmd("tc", "qdisc", "add", "dev", wire.b.netdev,
+                            "root", "netem", "loss", LOSS))
+    try:
+        with harness.module_param("tx_batch", 0):
+            yield
+    finally:
+        harness.run(*wire.b.cmd("tc", "qdisc", "del", "dev",
+                                wire.b.netdev, "root"), check=False)
+        set_loss(wire.a, LOSS)
+
+
+def with_and_without(wire, *args):
+    """stream(wire, *args) with selective repeat, then with it off at a."""
+    sr = stream(wire, *args)
+    set_sr(wire.a, 0)
+    try:
+        return sr, stream(wire, *args)
+    finally:
+        set_sr(wire.a, 1)
+
+
 @pytest.mark.parametrize("depth", [1, 4])
 def test_read_responses_lost_are_asked_again_selectively(wire, depth):
     """READs one or four at a time, b's responses losing LOSS on the way
@@ -310,23 +368,9 @@ def test_read_responses_lost_are_asked_again_selectively(wire, depth):
     just their range, only for the missing ones; with selective repeat off
     at a it goes back N. Every byte lands either way, and b sends fewer
     responses again with it."""
-    set_loss(wire.a, "0%")
-    harness.run(*wire.b.cmd("tc", "qdisc", "add", "dev", wire.b.netdev,
-                            "root", "netem", "loss", LOSS))
-    # One skb per packet: netem drops a batch (one GSO skb) whole, where a
-    # wire loses packets one by one.
-    try:
-        with harness.module_param("tx_batch", 0):
-            a, b, need = stream(wire, depth, e.IBV_WR_RDMA_READ, READS)
-            set_sr(wire.a, 0)
-            try:
-                ga, gb, _ = stream(wire, depth, e.IBV_WR_RDMA_READ, READS)
-            finally:
-                set_sr(wire.a, 1)
-    finally:
-        harness.run(*wire.b.cmd("tc", "qdisc", "del", "dev",
-                                wire.b.netdev, "root"), check=False)
-        set_loss(wire.a, LOSS)
+    with responses_lost(wire):
+        (a, b, need), (ga, gb, _) = with_and_without(
+            wire, depth, (e.IBV_WR_RDMA_READ,), READS)
     print(f"selective repeat: a {a}, b {b}, {need} responses needed")
     print(f"go-back-N: a {ga}, b {gb}")
     assert a["rx_read_responses_kept"] > 0, (a, b)
@@ -339,3 +383,33 @@ def test_read_responses_lost_are_asked_again_selectively(wire, depth):
     print(f"responses sent again: selective repeat {extra_sr}, "
           f"go-back-N {extra_gbn}")
     assert extra_sr < extra_gbn, (extra_sr, extra_gbn)
+
+
+def test_reads_and_atomics_between_writes_are_asked_again_selectively(wire):
+    """WRITEs, READs and fetch-and-adds of MIXED_SIZE in turn, STREAM_DEPTH
+    in flight, b's responses and ACKs losing LOSS on the way: a response
+    tells that b executed every request before its READ, and an ACK or
+    response beyond a READ or atomic that misses its answer tells it lost,
+    so a keeps what comes beyond a loss across the WRITEs and asks again
+    only for the missing responses, and an atomic's alone (b replays it,
+    executing it once); with selective repeat off at a it goes back N, and
+    b receives those WRITEs and READs again."""
+    with responses_lost(wire):
+        (a, b, _), (ga, gb, _) = with_and_without(
+            wire, STREAM_DEPTH, (e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_READ,
+                                 e.IBV_WR_ATOMIC_FETCH_AND_ADD),
+            MIXED_COUNT, MIXED_SIZE)
+    print(f"selective repeat: a {a}, b {b}")
+    print(f"go-back-N: a {ga}, b {gb}")
+    assert a["rx_read_responses_kept"] > 0, (a, b)
+    assert a["selective_retransmits"] > 0, (a, b)
+    assert ga["rx_read_responses_kept"] == ga["selective_retransmits"] == 0, \
+        (ga, gb)
+    # Only an ACK timeout (a range asked for lost again, the last ACK
+    # lost) goes back N; short of one, b receives again only the READs
+    # of the ranges asked for, where going back N sends WRITEs again too.
+    assert a["retransmits"] <= a["local_ack_timeouts"], (a, b)
+    if not a["local_ack_timeouts"]:
+        assert b["rx_duplicate_requests"] == a["selective_retransmits"], \
+            (a, b)
+    assert ga["retransmits"] > 0, (ga, gb)
