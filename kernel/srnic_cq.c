@@ -16,6 +16,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "srnic.h"
+#include "srnic_trace.h"
 
 /*
  * The CQE carries libibverbs' values; ib_core's are the same numbers
@@ -460,6 +461,8 @@ int srnic_cq_post(struct srnic_cq *cq, const struct srnic_cqe *cqe,
 	}
 
 	srnic_cq_write_cqe(&cq->ring, p, cqe);
+	trace_srnic_cqe(&cq->ibcq, cqe->qp_num, cqe->wr_id, cqe->opcode,
+			cqe->status, cqe->byte_len);
 	cq->producer = p + 1;
 	WRITE_ONCE(ctrl->producer, p + 1);	/* informational, for tools */
 

@@ -27,6 +27,7 @@
 #include <rdma/ib_umem_odp.h>
 
 #include "srnic.h"
+#include "srnic_trace.h"
 
 /* The access flags srnic implements (MW_BIND: srnic_mw.c). */
 #define SRNIC_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
@@ -188,6 +189,8 @@ static struct ib_mr *srnic_mr_publish_or_free(struct srnic_dev *sdev,
 		srnic_mr_free(mr);
 		return ERR_PTR(err);
 	}
+	trace_srnic_mr_reg(&sdev->ibdev, mr->key, mr->iova, mr->length,
+			   mr->access, mr->num_pages);
 	return &mr->ibmr;
 }
 
@@ -423,6 +426,8 @@ struct ib_mr *srnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	if (err)
 		goto err_free_mr;
 	WARN_ON_ONCE(prev != old);
+	trace_srnic_mr_reg(ibmr->device, mr->key, iova, length, mr->access,
+			   mr->num_pages);
 	ibdev_dbg(ibmr->device, "MR key 0x%x reregistered (flags 0x%x)\n",
 		  mr->key, flags);
 	return &mr->ibmr;
@@ -665,6 +670,9 @@ int srnic_mr_fast_reg(struct srnic_qp *qp, const struct srnic_send_wqe *wqe)
 		err = 0;
 	}
 	spin_unlock_irqrestore(&mr->fr_lock, flags);
+	if (!err)
+		trace_srnic_mr_reg(qp->ibqp.device, key, iova, length,
+				   access, mr->num_pages);
 out:
 	rcu_read_unlock();
 	return err;

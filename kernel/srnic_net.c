@@ -34,6 +34,7 @@
 #include <net/udp_tunnel.h>
 
 #include "srnic.h"
+#include "srnic_trace.h"
 #include "srnic_wire.h"
 
 /**
@@ -450,10 +451,12 @@ static void srnic_rx_congestion(struct srnic_dev *sdev, struct srnic_qp *qp)
 	bth->pkey = cpu_to_be16(SRNIC_DEFAULT_PKEY_FULL);
 	bth->dqpn = cpu_to_be32(SRNIC_BTH_DQPN_BECN |
 				(qp->attrs.dest_qp_num & SRNIC_QPN_MASK));
-	if (srnic_tx_send(sdev, skb, &qp->path, 0, len, NULL))
+	if (srnic_tx_send(sdev, skb, &qp->path, 0, len, NULL)) {
 		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
-	else
+	} else {
+		trace_srnic_cnp(&sdev->ibdev, qp->ibqp.qp_num, true);
 		srnic_count(sdev, SRNIC_CNT_NP_CNP_SENT);
+	}
 }
 
 /*
@@ -469,6 +472,7 @@ static void srnic_rx_cnp(struct srnic_dev *sdev, struct sk_buff *skb,
 	struct srnic_qp *qp;
 
 	if (srnic_rx_count_checked(sdev, skb, pkt, SRNIC_CNT_RX_PACKETS)) {
+		trace_srnic_cnp(&sdev->ibdev, pkt->dqpn, false);
 		qp = READ_ONCE(sdev->ecn) ?
 		     srnic_qp_get_by_qpn(sdev, pkt->dqpn) : NULL;
 		if (qp) {
@@ -503,6 +507,8 @@ void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 	enum srnic_counter verdict = SRNIC_CNT_RX_DROP_NO_QP;
 	struct srnic_qp *qp;
 
+	trace_srnic_packet_rx(&sdev->ibdev, 0, pkt->dqpn, pkt->opcode,
+			      pkt->psn, pkt->payload_len);
 	if (pkt->dqpn == SRNIC_MCAST_QPN) {
 		if (srnic_rx_count_checked(sdev, skb, pkt,
 					   SRNIC_CNT_RX_PACKETS))

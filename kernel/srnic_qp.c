@@ -23,6 +23,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "srnic.h"
+#include "srnic_trace.h"
 
 static_assert((int)IB_WR_RDMA_WRITE == (int)IB_UVERBS_WR_RDMA_WRITE &&
 	      (int)IB_WR_SEND_WITH_INV == (int)IB_UVERBS_WR_SEND_WITH_INV);
@@ -158,6 +159,7 @@ static void srnic_wq_doorbell(struct srnic_qp *qp, bool is_sq)
 {
 	enum ib_qp_state state = READ_ONCE(qp->state);
 
+	trace_srnic_doorbell(&qp->ibqp, is_sq);
 	/* An answer: the requests received are not a stream (net.c). */
 	if (is_sq)
 		atomic_set(&qp->rx_unanswered, 0);

@@ -12,6 +12,7 @@
  */
 
 #include "srnic.h"
+#include "srnic_trace.h"
 
 /*
  * Shared-ring flags each state implies for the SQ and the RQ. Receive WQEs
@@ -151,6 +152,7 @@ static void srnic_wq_discard(struct srnic_qp *qp, struct srnic_wq *wq)
  */
 void srnic_qp_enter_state(struct srnic_qp *qp, enum ib_qp_state state)
 {
+	trace_srnic_qp_state(&qp->ibqp, READ_ONCE(qp->state), state);
 	/* Pairs with the receive path's acquire: attributes are set. */
 	smp_store_release(&qp->state, state);
 	srnic_qp_set_queue_flags(qp, state);

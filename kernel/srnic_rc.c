@@ -21,6 +21,7 @@
 #include <rdma/ib_cache.h>
 
 #include "srnic.h"
+#include "srnic_trace.h"
 #include "srnic_wire.h"
 
 #define SRNIC_RNR_RETRY_INFINITE 7
@@ -78,6 +79,8 @@ static bool srnic_req_step(struct srnic_qp *qp, u64 *bytes)
 		}
 		*bytes -= local->len;
 	}
+	trace_srnic_wqe_start(&qp->ibqp, wqe->wr_id, wqe->opcode, local->len,
+			      0, 0);
 	exec = SRNIC_EXEC_DONE;
 	if (status == IB_WC_SUCCESS && srnic_wr_is_local(wqe->opcode)) {
 		status = srnic_local_op(qp, wqe);

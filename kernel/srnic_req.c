@@ -49,6 +49,7 @@
 #include <linux/slab.h>
 
 #include "srnic.h"
+#include "srnic_trace.h"
 #include "srnic_wire.h"
 
 /*
@@ -303,6 +304,10 @@ static bool srnic_req_take(struct srnic_qp *qp)
 		if (srnic_wr_takes_rd_resource(rw->opcode))
 			req->reads++;
 	}
+	trace_srnic_wqe_start(&qp->ibqp, rw->wr_id, rw->opcode, rw->len,
+			      rw->first_psn, rw->local ? 0 :
+			      ((req->next_psn - rw->first_psn) &
+			       SRNIC_PSN_MASK));
 	req->next_index++;
 	return true;
 }
@@ -794,6 +799,7 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 		sent++;
 		req->resent = true;
 		req->resend_fence = save_psn;
+		trace_srnic_retransmit(&qp->ibqp, psn, 1);
 		srnic_count(sdev, SRNIC_CNT_SELECTIVE_RETRANSMITS);
 	}
 	req->resending = false;
@@ -843,6 +849,7 @@ static void srnic_req_go_back(struct srnic_qp *qp, u32 psn)
 {
 	srnic_req_recovery_end(qp);
 	if (srnic_req_rewind(qp, psn)) {
+		trace_srnic_retransmit(&qp->ibqp, psn, 0);
 		srnic_count(to_srnic_dev(qp->ibqp.device),
 			    SRNIC_CNT_RETRANSMITS);
 		qp->req.rtt_sampling = false;	/* Karn's rule */
@@ -1031,6 +1038,7 @@ static void srnic_req_rnr_nak(struct srnic_qp *qp, u32 psn, u8 timer)
 {
 	struct srnic_req *req = &qp->req;
 
+	trace_srnic_rnr_wait(&qp->ibqp, psn, timer);
 	srnic_count(to_srnic_dev(qp->ibqp.device),
 		    SRNIC_CNT_RNR_NAKS_RECEIVED);
 	if (qp->attrs.rnr_retry != SRNIC_RNR_RETRY_INFINITE &&
@@ -1052,6 +1060,7 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn,
 	u8 value = syndrome & SRNIC_AETH_SYNDROME_VALUE_MASK;
 	u8 type = FIELD_GET(SRNIC_AETH_SYNDROME_TYPE_MASK, syndrome);
 
+	trace_srnic_aeth_rx(&qp->ibqp, psn, syndrome);
 	if (sr_run)
 		qp->req.peer_sr = true;		/* srnic's, selective repeat on */
 	if (type != SRNIC_AETH_ACK)
@@ -1211,6 +1220,7 @@ static void srnic_req_read_ask(struct srnic_qp *qp, u32 index,
 		.dma_len = min_t(u64, (u64)n * mtu, rw->len - offset),
 	};
 	srnic_tx_build(qp, &txd, NULL);
+	trace_srnic_retransmit(&qp->ibqp, from, 2);
 	req->read_asked_to = end;
 	req->rtt_sampling = false;	/* Karn's rule */
 	srnic_count(to_srnic_dev(qp->ibqp.device),
@@ -1239,6 +1249,7 @@ static void srnic_req_atomic_ask(struct srnic_qp *qp, u32 index,
 	req->sgl_index = 0;	/* req.wqe was overwritten */
 	srnic_req_atomic_txd(rw, req->wqe, &txd);
 	srnic_tx_build(qp, &txd, NULL);
+	trace_srnic_retransmit(&qp->ibqp, rw->first_psn, 2);
 	req->read_asked_to = srnic_psn_add(rw->first_psn, 1);
 	req->rtt_sampling = false;	/* Karn's rule */
 	srnic_count(to_srnic_dev(qp->ibqp.device),
@@ -1712,6 +1723,7 @@ static void srnic_req_timeout(struct srnic_qp *qp)
 	WRITE_ONCE(req->timed_out, false);
 	if (!srnic_req_outstanding(qp) || req->rnr_waiting)
 		return;
+	trace_srnic_ack_timeout(&qp->ibqp, req->una_psn, req->retries_left);
 	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_TIMEOUTS);
 	if (!req->retries_left) {
 		srnic_req_fail_head(qp, IB_WC_RETRY_EXC_ERR);

@@ -12,6 +12,7 @@
 #include <linux/skbuff.h>
 
 #include "srnic.h"
+#include "srnic_trace.h"
 #include "srnic_wire.h"
 
 /**
@@ -136,6 +137,8 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 	u8 *p;
 	int err;
 
+	trace_srnic_packet_tx(qp->ibqp.device, qp->ibqp.qp_num, dqpn,
+			      txd->opcode, txd->psn, txd->len);
 	/* One fragment stays free for the ICRC (srnic_tx_send()). */
 	if (txd->len >= SRNIC_TX_ATTACH_MIN && !pad) {
 		err = srnic_tx_attach(txd, NULL);

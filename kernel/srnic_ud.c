@@ -28,6 +28,7 @@
 #include <rdma/ib_cache.h>
 
 #include "srnic.h"
+#include "srnic_trace.h"
 #include "srnic_wire.h"
 
 #define SRNIC_UD_SEND_BUDGET 16
@@ -132,6 +133,8 @@ static enum ib_wc_status srnic_ud_send(struct srnic_qp *qp, u64 *len)
 	if (wqe->opcode != IB_WR_SEND && wqe->opcode != IB_WR_SEND_WITH_IMM)
 		return IB_WC_LOC_QP_OP_ERR;
 	status = srnic_req_local_sgl(qp, wqe, sgl);
+	trace_srnic_wqe_start(&qp->ibqp, wqe->wr_id, wqe->opcode, sgl->len, 0,
+			      0);
 	if (status != IB_WC_SUCCESS)
 		return status;
 	*len = sgl->len;

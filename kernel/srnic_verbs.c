@@ -15,6 +15,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "srnic.h"
+#include "srnic_trace.h"
 
 static int srnic_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
@@ -351,6 +352,7 @@ static int srnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct srnic_mr *mr = to_srnic_mr(ibmr);
 
+	trace_srnic_mr_dereg(ibmr->device, mr->key);
 	srnic_mr_unpublish(mr);
 	/* No process maps its pages any more (they hold references). */
 	srnic_direct_mr_deregistered(mr);

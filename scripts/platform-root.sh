@@ -48,6 +48,8 @@ PACKAGES=(
 	libfabric-bin
 	# make bench: the two kernels' wire measured by itself (scripts/bench.py)
 	qperf
+	# srnic's tracepoints through the operators' tools (tests/test_trace.py)
+	trace-cmd linux-perf
 	# make deb inside the root, and the install suite's dpkg -i of srnic-dkms in its VM
 	debhelper dh-dkms dkms dpkg-dev fakeroot
 )

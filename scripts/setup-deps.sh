@@ -20,6 +20,8 @@ packages=(
 	libfabric-bin
 	# make bench: the two kernels' wire measured by itself (scripts/bench.py)
 	qperf
+	# srnic's tracepoints through the operators' tools (tests/test_trace.py)
+	trace-cmd linux-perf
 	# platform roots (scripts/platform-root.sh) and packages (make deb)
 	debootstrap dpkg-dev debhelper dh-dkms dkms fakeroot
 	# scripts/debug-kernel.sh: building a kernel from linux-source-6.1

@@ -360,6 +360,19 @@ def with_and_without(wire, *args):
         set_sr(wire.a, 1)
 
 
+def kept_and_asked(a, b, ga, gb):
+    """a's and b's counter deltas with selective repeat (a, b) and going
+    back N (ga, gb): with it a kept responses and asked again; without it
+    neither, and it went back N."""
+    print(f"selective repeat: a {a}, b {b}")
+    print(f"go-back-N: a {ga}, b {gb}")
+    assert a["rx_read_responses_kept"] > 0, (a, b)
+    assert a["selective_retransmits"] > 0, (a, b)
+    assert ga["rx_read_responses_kept"] == ga["selective_retransmits"] == 0, \
+        (ga, gb)
+    assert ga["retransmits"] > 0, (ga, gb)
+
+
 @pytest.mark.parametrize("depth", [1, 4])
 def test_read_responses_lost_are_asked_again_selectively(wire, depth):
     """READs one or four at a time, b's responses losing LOSS on the way
@@ -371,13 +384,8 @@ def test_read_responses_lost_are_asked_again_selectively(wire, depth):
     with responses_lost(wire):
         (a, b, need), (ga, gb, _) = with_and_without(
             wire, depth, (e.IBV_WR_RDMA_READ,), READS)
-    print(f"selective repeat: a {a}, b {b}, {need} responses needed")
-    print(f"go-back-N: a {ga}, b {gb}")
-    assert a["rx_read_responses_kept"] > 0, (a, b)
-    assert a["selective_retransmits"] > 0, (a, b)
-    assert ga["rx_read_responses_kept"] == ga["selective_retransmits"] == 0, \
-        (ga, gb)
-    assert ga["retransmits"] > 0, (ga, gb)
+    print(f"{need} responses needed")
+    kept_and_asked(a, b, ga, gb)
     # b's packets beyond what the READs need: the responses sent again.
     extra_sr, extra_gbn = b["tx_packets"] - need, gb["tx_packets"] - need
     print(f"responses sent again: selective repeat {extra_sr}, "
@@ -399,12 +407,7 @@ def test_reads_and_atomics_between_writes_are_asked_again_selectively(wire):
             wire, STREAM_DEPTH, (e.IBV_WR_RDMA_WRITE, e.IBV_WR_RDMA_READ,
                                  e.IBV_WR_ATOMIC_FETCH_AND_ADD),
             MIXED_COUNT, MIXED_SIZE)
-    print(f"selective repeat: a {a}, b {b}")
-    print(f"go-back-N: a {ga}, b {gb}")
-    assert a["rx_read_responses_kept"] > 0, (a, b)
-    assert a["selective_retransmits"] > 0, (a, b)
-    assert ga["rx_read_responses_kept"] == ga["selective_retransmits"] == 0, \
-        (ga, gb)
+    kept_and_asked(a, b, ga, gb)
     # Only an ACK timeout (a range asked for lost again, the last ACK
     # lost) goes back N; short of one, b receives again only the READs
     # of the ranges asked for, where going back N sends WRITEs again too.
@@ -412,4 +415,3 @@ def test_reads_and_atomics_between_writes_are_asked_again_selectively(wire):
     if not a["local_ack_timeouts"]:
         assert b["rx_duplicate_requests"] == a["selective_retransmits"], \
             (a, b)
-    assert ga["retransmits"] > 0, (ga, gb)
