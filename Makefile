@@ -57,6 +57,8 @@ endif
 PROVIDER_DIR = $(DESTDIR)$(VERBS_LIBDIR)/libibverbs
 DRIVER_CONF := $(DESTDIR)/etc/libibverbs.d/srnic.driver
 MODULE_DIR = $(DESTDIR)/lib/modules/$(KVER)/updates
+# srnic(7): what an operator needs on one page (Documentation/srnic.7).
+MAN_PAGE := $(DESTDIR)/usr/share/man/man7/srnic.7
 # The provider's file name carries libibverbs' private ABI, which CMake reads.
 PROVIDER_LIB = $(firstword $(wildcard $(PROVIDER_BUILD)/libsrnic-rdmav*.so))
 CHECKPATCH := $(BUILD)/checkpatch/checkpatch.pl
@@ -82,7 +84,7 @@ PLATFORM_SUITES ?= tests/test_device.py tests/test_odp.py tests/test_cq.py \
 	tests/test_nvme_rdma.py tests/test_nfs_rdma.py tests/test_iser.py \
 	tests/test_srp.py tests/test_rds.py tests/test_ulp_teardown.py tests/test_ecn.py \
 	tests/test_ecn_interop.py tests/test_selective_repeat.py tests/test_qp_scale.py \
-	tests/test_libfabric_ucx.py
+	tests/test_libfabric_ucx.py tests/test_trace.py tests/test_man.py
 
 # libFuzzer target over kernel/srnic_wire.c, built with clang from the kernel
 # source through the userspace shim (userspace/fuzz/fuzz_wire.cpp).
@@ -102,7 +104,7 @@ FUZZ_WIRE_SRCS := userspace/fuzz/fuzz_wire.cpp kernel/srnic_wire.c \
 FUZZ_WIRE_DEPS := $(FUZZ_WIRE_SRCS) kernel/srnic_wire.h kernel/srnic_wire_compat.h \
 	userspace/tests/kshim/srnic_kshim.h
 
-.PHONY: all module provider deps root install install-module install-provider \
+.PHONY: all module provider deps root install install-module install-provider install-man \
 	uninstall run check check-primary check-platform check-all unit-test checkpatch layering \
 	fuzz fuzz-build fuzz-merge vm-test print-platform-suites print-platform-topologies bench debug-kernel debug-check \
 	deb package-test compat-report platform-info clean
@@ -174,7 +176,7 @@ layering:
 		$(MODULE_BUILD)/kernel/srnic_*.o
 
 # Installing never rebuilds what is already built (it also runs in the VM).
-install: install-module install-provider
+install: install-module install-provider install-man
 
 install-module:
 	test -f $(MODULE_KO) || $(MAKE) module
@@ -188,9 +190,12 @@ install-provider:
 	install -d $(dir $(DRIVER_CONF))
 	echo "driver srnic" > $(DRIVER_CONF)
 
+install-man:
+	install -D -m 0644 Documentation/srnic.7 $(MAN_PAGE)
+
 # depmod only when a module went (it takes minutes in the TCG VM).
 uninstall:
-	rm -f $(PROVIDER_DIR)/libsrnic-rdmav*.so $(DRIVER_CONF)
+	rm -f $(PROVIDER_DIR)/libsrnic-rdmav*.so $(DRIVER_CONF) $(MAN_PAGE)
 	if [ -e $(MODULE_DIR)/srnic.ko ]; then rm -f $(MODULE_DIR)/srnic.ko && \
 		if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi; fi
 

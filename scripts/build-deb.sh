@@ -26,7 +26,8 @@ out=$(cd "$out" && pwd -P)
 stage=$out/src/srnic-$version
 (cd "$REPO" && tar -cf - --exclude='*.o' --exclude='.*.cmd' --exclude='*.ko' \
 	--exclude='*.mod' --exclude='*.mod.c' --exclude='modules.order' \
-	--exclude='Module.symvers' --exclude='.*.d' Kbuild kernel userspace debian) |
+	--exclude='Module.symvers' --exclude='.*.d' Kbuild kernel userspace debian \
+	Documentation/srnic.7) |
 	tar -xf - -C "$stage"
 sed -i "1s/^srnic ([^)]*)/srnic ($version)/" "$stage/debian/changelog"
 

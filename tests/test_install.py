@@ -15,6 +15,7 @@ from harness import Veth, ib_devices, link_add, module_loaded, run
 KVER = os.uname().release
 MODULE = f"/lib/modules/{KVER}/updates/srnic.ko"
 DRIVER_CONF = "/etc/libibverbs.d/srnic.driver"
+MAN_PAGE = "/usr/share/man/man7/srnic.7"
 
 
 def built_provider_dir():
@@ -50,6 +51,7 @@ def test_uninstall_then_install():
     assert not os.path.exists(MODULE)
     assert not os.path.exists(DRIVER_CONF)
     assert not os.path.exists(provider)
+    assert not os.path.exists(MAN_PAGE)
     assert run("modprobe", "srnic", check=False).returncode != 0
 
     run("make", "install", timeout=300)
@@ -57,6 +59,9 @@ def test_uninstall_then_install():
     assert os.path.exists(provider)
     with open(DRIVER_CONF) as f:
         assert f.read().split() == ["driver", "srnic"]
+    # man srnic finds the page (srnic(7)) and renders it.
+    assert run("man", "-w", "srnic").stdout.strip() == MAN_PAGE
+    assert "rdma link add" in run("man", "7", "srnic").stdout
 
     pair = Veth()
     try:

@@ -66,6 +66,11 @@ def test_installed_from_the_packages_only():
     state["provider"] = provider[0]
     with open("/etc/libibverbs.d/srnic.driver") as f:
         assert f.read().split() == ["driver", "srnic"]
+    # srnic(7), from srnic-dkms (dh_installman compresses it).
+    page = harness.run("man", "-w", "srnic").stdout.strip()
+    assert harness.run("dpkg", "-S", page).stdout.startswith("srnic-dkms"), \
+        page
+    assert "rdma link add" in harness.run("man", "7", "srnic").stdout
     state["installed"] = True
 
 
