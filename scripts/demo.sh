@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # The main job, run inside the VM by `make run`: load srnic, create two
-# srnic devices on the two ends of a veth pair, show them, move data.
+# srnic devices on the two ends of a veth pair, show them, move data, then
+# show the devices' counters and the start of the exchange's trace.
 set -euo pipefail
 
 modprobe srnic
@@ -37,9 +38,28 @@ done
 gid_index() {
 	grep -l "ffff:c612:$2" /sys/class/infiniband/"$1"/ports/1/gids/* | head -n 1 | xargs basename
 }
+# srnic's tracepoints record the exchange (Documentation/operations.rst).
+tracing=/sys/kernel/tracing
+[ -d $tracing/events ] || mount -t tracefs nodev $tracing
+echo 8192 > $tracing/buffer_size_kb	# per CPU: the whole exchange
+echo > $tracing/trace
+echo 1 > $tracing/events/srnic/enable
+
 echo "== ibv_rc_pingpong srnic0 <-> srnic1, 64 KiB, data checked"
 ibv_rc_pingpong -d srnic0 -g "$(gid_index srnic0 0001)" -s 65536 -n 100 -c > /dev/null &
 server=$!
 sleep 1
 ibv_rc_pingpong -d srnic1 -g "$(gid_index srnic1 0002)" -s 65536 -n 100 -c 127.0.0.1
 wait "$server"
+echo 0 > $tracing/events/srnic/enable
+
+# Two devices of one host exchange without packets (local delivery): their
+# packet counters stay 0, and the trace shows WQEs and completions.
+echo "== rdma statistic: the devices' counters after that exchange"
+rdma statistic show link srnic0/1
+rdma statistic show link srnic1/1
+echo "== its trace: events by kind (trace-cmd record -e srnic records the same)"
+grep -o 'srnic_[a-z_]*:' $tracing/trace | sort | uniq -c
+echo "== its trace: the first events"
+awk '!/^#/ && n++ < 40' $tracing/trace
+echo > $tracing/trace

@@ -342,6 +342,21 @@ def test_demo_shows_two_active_devices_with_gids(srnic):
     assert out.count("PORT_ACTIVE (4)") == 2
     # ... and moves data between them, checked by ibv_rc_pingpong -c.
     assert "13107200 bytes in" in out and "100 iters in" in out, out
+    # Then the counters and the trace of that exchange (two devices of one
+    # host: local delivery, no packets): 100 iterations, each a SEND and a
+    # receive completing on each side, and the QPs' states and MRs.
+    for name in ("srnic0", "srnic1"):
+        assert re.search(rf"^link {name}/1 rx_packets \d+ .*\btx_packets \d+",
+                         out, re.M), out
+    counts = {ev: int(n) for n, ev in
+              re.findall(r"^\s*(\d+) (srnic_\w+):$", out, re.M)}
+    assert counts.get("srnic_cqe", 0) >= 400, counts
+    assert counts.get("srnic_wqe_start", 0) >= 200, counts
+    assert counts.get("srnic_qp_state", 0) >= 6, counts
+    assert counts.get("srnic_mr_reg", 0) >= 2, counts
+    first = out.split("== its trace: the first events", 1)[1]
+    assert "srnic_qp_state: srnic0 qpn=" in first and \
+        "RESET -> INIT" in first, first
 
 
 def engine_threads():
