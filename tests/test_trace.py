@@ -7,12 +7,12 @@ over an RC exchange between two srnic devices in two netns, read back with
 
 The exchange: a QP pair connects (MR registrations, QP states), a SENDs 4
 KiB to b (doorbell, WQE start, packets out and in, ACK, completions), a
-WRITEs 64 KiB through a netem that marks a fifth of its ECN-capable packets
-Congestion Experienced (b sends CNPs, a receives them and cuts its rate), a
-SENDs before b posts a receive (b's RNR NAK, a's RNR wait), a WRITEs while b
-sends nothing (a's ACK timeout, go-back-N retransmission), and the pair
-closes (MRs deregistered). Every event must name the right device, QP, PSN,
-opcode and length.
+WRITEs 2 x 64 KiB through a netem that marks a fifth of its ECN-capable
+packets Congestion Experienced (b sends CNPs, a receives them and cuts its
+rate), a SENDs before b posts a receive (b's RNR NAK, a's RNR wait), a
+WRITEs while b sends nothing (a's ACK timeout, go-back-N retransmission),
+and the pair closes (MRs deregistered). Every event must name the right
+device, QP, PSN, opcode and length.
 """
 import os
 import re
@@ -110,7 +110,7 @@ def exchange(topo):
         harness.run(*topo.a.cmd("tc", "qdisc", "add", "dev", topo.a.netdev,
                                 "root", "netem", "loss", "20%", "ecn"))
         try:
-            for n in range(4):
+            for n in range(2):
                 a.qp.post_send(send_wr(0x3000 + n, e.IBV_WR_RDMA_WRITE,
                                        [sge(src, 0, WRITE_SIZE)],
                                        remote=(dst, 0)))
