@@ -455,6 +455,8 @@ enum srnic_key_kind {
  * @num_pages: valid entries of @pages
  * @max_pages: capacity of @pages
  * @page_offset: offset of @iova in @pages[0]
+ * @odp_faults: pages the engine faulted in for an access (SRNIC_MR_ODP;
+ *	        rdma resource show mr's odp_faults)
  * @odp: the on-demand paging umem (SRNIC_MR_ODP): the MR's own range, or
  *	 for an implicit MR (all of the process's address space) the root
  *	 of @odp_children; see srnic_odp.c
@@ -493,6 +495,7 @@ struct srnic_mr {
 	unsigned long num_pages;
 	unsigned long max_pages;
 	unsigned int page_offset;
+	atomic_t odp_faults;
 	struct ib_umem_odp *odp;
 	struct xarray odp_children;
 	struct mutex odp_child_lock;	/* creation of @odp_children */

@@ -238,6 +238,7 @@ int srnic_odp_map_page(struct srnic_mr *mr, u64 iova, bool write,
 	if (!page) {
 		mutex_unlock(&odp->umem_mutex);
 		mutex_lock(&mr->odp_map_lock);
+		atomic_inc(&mr->odp_faults);
 		ret = ib_umem_odp_map_dma_and_lock(odp, va, 1, need, true);
 		mutex_unlock(&mr->odp_map_lock);
 		if (ret < 0)

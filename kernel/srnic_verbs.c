@@ -12,6 +12,7 @@
 #include <linux/rtnetlink.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/restrack.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "srnic.h"
@@ -529,6 +530,180 @@ static const struct attribute_group srnic_dev_attr_group = {
 	.attrs = srnic_dev_attributes,
 };
 
+/* ---- rdma resource show: driver details (rdma -d) ---------------------- */
+
+/* A work queue's WQEs posted and not yet taken, and its size. */
+static int srnic_fill_res_wq(struct sk_buff *msg, struct srnic_qp *qp,
+			     struct srnic_wq *wq, const char *posted,
+			     const char *size)
+{
+	u32 producer = srnic_wq_read_producer(qp, wq);
+
+	if (rdma_nl_put_driver_u32(msg, posted,
+				   producer - READ_ONCE(wq->consumer)) ||
+	    rdma_nl_put_driver_u32(msg, size, wq->max_wr))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* "yes" or "no", as rdma prints flags. */
+static const char *srnic_yes_no(bool on)
+{
+	return on ? "yes" : "no";
+}
+
+/**
+ * srnic_res_qp_attrs() - srnic's attributes of a QP (rdma -dd resource)
+ * @msg: the netlink message
+ * @ibqp: the QP
+ *
+ * Ring occupancy, the engine serving the QP, the requester's and the
+ * responder's PSNs and the requester's retry and recovery state. Read
+ * without the QP's task: a snapshot, each field as it was when read.
+ *
+ * Return: 0, or -EMSGSIZE.
+ */
+static int srnic_res_qp_attrs(struct sk_buff *msg, struct ib_qp *ibqp)
+{
+	struct srnic_qp *qp = to_srnic_qp(ibqp);
+	struct srnic_req *req = &qp->req;
+	const char *recovering = READ_ONCE(req->recovering) ? "selective" :
+				 READ_ONCE(req->went_back) ? "go-back-n" :
+							     "no";
+
+	if (srnic_fill_res_wq(msg, qp, &qp->sq, "sq_posted", "sq_size") ||
+	    (qp->rq.ring.buf &&
+	     srnic_fill_res_wq(msg, qp, &qp->rq, "rq_posted", "rq_size")) ||
+	    (qp->task.engine &&
+	     rdma_nl_put_driver_u32(msg, "engine_cpu", qp->task.engine->cpu)) ||
+	    rdma_nl_put_driver_string(msg, "engine_polls",
+				      srnic_yes_no(test_bit(SRNIC_TASK_POLL_RINGS,
+							    &qp->task.flags))))
+		return -EMSGSIZE;
+	if (!srnic_qp_acked(qp) && ibqp->qp_type != IB_QPT_UC)
+		return 0;	/* UD, GSI: no PSN state */
+	if (rdma_nl_put_driver_u32(msg, "next_psn", READ_ONCE(req->next_psn)) ||
+	    rdma_nl_put_driver_u32(msg, "una_psn", READ_ONCE(req->una_psn)) ||
+	    rdma_nl_put_driver_u32(msg, "epsn", READ_ONCE(qp->resp.epsn)) ||
+	    rdma_nl_put_driver_u32(msg, "cwnd", READ_ONCE(req->cwnd)) ||
+	    rdma_nl_put_driver_u32(msg, "reads_outstanding",
+				   READ_ONCE(req->reads)) ||
+	    rdma_nl_put_driver_u32(msg, "retries_left",
+				   READ_ONCE(req->retries_left)) ||
+	    rdma_nl_put_driver_u32(msg, "rnr_retries_left",
+				   READ_ONCE(req->rnr_retries_left)) ||
+	    rdma_nl_put_driver_string(msg, "rnr_waiting",
+				      srnic_yes_no(READ_ONCE(req->rnr_waiting))) ||
+	    rdma_nl_put_driver_string(msg, "recovering", recovering) ||
+	    rdma_nl_put_driver_string(msg, "peer_selective_repeat",
+				      srnic_yes_no(READ_ONCE(req->peer_sr))))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/**
+ * srnic_res_cq_attrs() - srnic's attributes of a CQ (rdma -dd resource)
+ * @msg: the netlink message
+ * @ibcq: the CQ
+ *
+ * Return: 0, or -EMSGSIZE.
+ */
+static int srnic_res_cq_attrs(struct sk_buff *msg, struct ib_cq *ibcq)
+{
+	struct srnic_cq *cq = to_srnic_cq(ibcq);
+	u32 pending = READ_ONCE(cq->producer) -
+		      READ_ONCE(cq->ring.ctrl->consumer);
+
+	if (rdma_nl_put_driver_u32(msg, "cqn", cq->cqn) ||
+	    rdma_nl_put_driver_u32(msg, "cqe_pending", pending) ||
+	    rdma_nl_put_driver_string(msg, "overrun",
+				      srnic_yes_no(READ_ONCE(cq->overrun))))
+		return -EMSGSIZE;
+	return 0;
+}
+
+static const char * const srnic_mr_type_names[] = {
+	[SRNIC_MR_USER] = "user",
+	[SRNIC_MR_DMA] = "dma",
+	[SRNIC_MR_FAST_REG] = "fast_reg",
+	[SRNIC_MR_ODP] = "odp",
+	[SRNIC_MR_DM] = "device_memory",
+};
+
+/**
+ * srnic_res_mr_attrs() - srnic's attributes of an MR (rdma -dd resource)
+ * @msg: the netlink message
+ * @ibmr: the MR
+ *
+ * Return: 0, or -EMSGSIZE.
+ */
+static int srnic_res_mr_attrs(struct sk_buff *msg, struct ib_mr *ibmr)
+{
+	struct srnic_mr *mr = to_srnic_mr(ibmr);
+	const char *type = "unknown";
+
+	if (mr->type < ARRAY_SIZE(srnic_mr_type_names) &&
+	    srnic_mr_type_names[mr->type])
+		type = srnic_mr_type_names[mr->type];
+	if (rdma_nl_put_driver_string(msg, "type", type) ||
+	    rdma_nl_put_driver_u64(msg, "pages", mr->num_pages) ||
+	    rdma_nl_put_driver_u32_hex(msg, "access", mr->access) ||
+	    (mr->type == SRNIC_MR_FAST_REG &&
+	     rdma_nl_put_driver_string(msg, "valid",
+				       srnic_yes_no(READ_ONCE(mr->valid)))) ||
+	    (mr->type == SRNIC_MR_ODP &&
+	     rdma_nl_put_driver_u32(msg, "odp_faults",
+				    atomic_read(&mr->odp_faults))))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/*
+ * The end of a fill_res_*_entry callback: srnic's attributes go in the
+ * message's driver table (RDMA_NLDEV_ATTR_DRIVER, which rdma -dd prints),
+ * whole or not at all.
+ */
+static int srnic_res_table_end(struct sk_buff *msg, struct nlattr *table,
+			       int err)
+{
+	if (err) {
+		nla_nest_cancel(msg, table);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(msg, table);
+	return 0;
+}
+
+/* ib_device_ops.fill_res_qp_entry */
+static int srnic_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
+{
+	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+
+	if (!table)
+		return -EMSGSIZE;
+	return srnic_res_table_end(msg, table, srnic_res_qp_attrs(msg, ibqp));
+}
+
+/* ib_device_ops.fill_res_cq_entry */
+static int srnic_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
+{
+	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+
+	if (!table)
+		return -EMSGSIZE;
+	return srnic_res_table_end(msg, table, srnic_res_cq_attrs(msg, ibcq));
+}
+
+/* ib_device_ops.fill_res_mr_entry */
+static int srnic_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
+{
+	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+
+	if (!table)
+		return -EMSGSIZE;
+	return srnic_res_table_end(msg, table, srnic_res_mr_attrs(msg, ibmr));
+}
+
 const struct ib_device_ops srnic_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -560,6 +735,9 @@ const struct ib_device_ops srnic_dev_ops = {
 	.destroy_srq = srnic_destroy_srq,
 	.detach_mcast = srnic_detach_mcast,
 	.device_group = &srnic_dev_attr_group,
+	.fill_res_cq_entry = srnic_fill_res_cq_entry,
+	.fill_res_mr_entry = srnic_fill_res_mr_entry,
+	.fill_res_qp_entry = srnic_fill_res_qp_entry,
 	.disassociate_ucontext = srnic_disassociate_ucontext,
 	.get_dev_fw_str = srnic_get_dev_fw_str,
 	.get_hw_stats = srnic_get_hw_stats,
