@@ -78,11 +78,12 @@ if ! in_root dpkg --purge srnic-dkms ibverbs-provider-srnic >"$dir/purge.log" 2>
 fi
 
 # What the install and purge left in the upper layer, less what dpkg and apt keep of their
-# own (and DKMS's module signing key, which DKMS makes on its first build where openssl is
-# installed and keeps for every module after): new paths are leftovers; whiteouts (character
-# devices 0/0) are files that went missing.
+# own, man-db's index (its trigger and `man srnic` in the suite rebuild /var/cache/man), and
+# DKMS's module signing key (which DKMS makes on its first build where openssl is installed
+# and keeps for every module after): new paths are leftovers; whiteouts (character devices
+# 0/0) are files that went missing.
 leftovers=$(cd "$dir/upper" && find . -mindepth 1 |
-	sed 's|^\.||' | grep -Ev '^/(var/lib/dpkg|var/log|var/cache/(debconf|ldconfig)|var/lib/apt|tmp|root/\.cache)(/|$)' |
+	sed 's|^\.||' | grep -Ev '^/(var/lib/dpkg|var/log|var/cache/(debconf|ldconfig|man)|var/lib/apt|tmp|root/\.cache)(/|$)' |
 	grep -Ev '^/etc/ld\.so\.cache$|^/lib/modules/[^/]+/modules\.[a-z.]+$|^/usr/lib/modules/[^/]+/modules\.[a-z.]+$' |
 	grep -Ev '^/var/lib/dkms/mok\.(key|pub)$' |
 	while read -r path; do
