@@ -1187,6 +1187,21 @@ static bool srnic_req_read_is_kept(struct srnic_req *req, u32 psn)
 }
 
 /*
+ * Send @txd, a READ or atomic asking again for what the oldest WQE misses
+ * from its PSN on, up to (not including) @asked_to.
+ */
+static void srnic_req_ask_send(struct srnic_qp *qp,
+			       const struct srnic_txd *txd, u32 asked_to)
+{
+	srnic_tx_build(qp, txd, NULL);
+	trace_srnic_retransmit(&qp->ibqp, txd->psn, 2);
+	qp->req.read_asked_to = asked_to;
+	qp->req.rtt_sampling = false;	/* Karn's rule */
+	srnic_count(to_srnic_dev(qp->ibqp.device),
+		    SRNIC_CNT_SELECTIVE_RETRANSMITS);
+}
+
+/*
  * Ask again for the responses the oldest READ (@rw, at @index) misses from
  * @from on, up to the first one kept or its last, with a READ of their
  * range.
@@ -1219,12 +1234,7 @@ static void srnic_req_read_ask(struct srnic_qp *qp, u32 index,
 		/* All but the READ's last response carry one path MTU. */
 		.dma_len = min_t(u64, (u64)n * mtu, rw->len - offset),
 	};
-	srnic_tx_build(qp, &txd, NULL);
-	trace_srnic_retransmit(&qp->ibqp, from, 2);
-	req->read_asked_to = end;
-	req->rtt_sampling = false;	/* Karn's rule */
-	srnic_count(to_srnic_dev(qp->ibqp.device),
-		    SRNIC_CNT_SELECTIVE_RETRANSMITS);
+	srnic_req_ask_send(qp, &txd, end);
 }
 
 /*
@@ -1248,12 +1258,7 @@ static void srnic_req_atomic_ask(struct srnic_qp *qp, u32 index,
 		return;
 	req->sgl_index = 0;	/* req.wqe was overwritten */
 	srnic_req_atomic_txd(rw, req->wqe, &txd);
-	srnic_tx_build(qp, &txd, NULL);
-	trace_srnic_retransmit(&qp->ibqp, rw->first_psn, 2);
-	req->read_asked_to = srnic_psn_add(rw->first_psn, 1);
-	req->rtt_sampling = false;	/* Karn's rule */
-	srnic_count(to_srnic_dev(qp->ibqp.device),
-		    SRNIC_CNT_SELECTIVE_RETRANSMITS);
+	srnic_req_ask_send(qp, &txd, srnic_psn_add(rw->first_psn, 1));
 }
 
 /*
