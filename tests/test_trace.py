@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-# srnic-vm-run: --timeout 300
+# srnic-vm-run: --timeout 300 --smp 1
 """srnic's tracepoints (issue 25, item 1; kernel/srnic_trace.h, events/srnic/
 in tracefs) through the tools operators use: `trace-cmd record -e srnic`
 over an RC exchange between two srnic devices in two netns, read back with
@@ -13,6 +13,13 @@ rate), a SENDs before b posts a receive (b's RNR NAK, a's RNR wait), a
 WRITEs while b sends nothing (a's ACK timeout, go-back-N retransmission),
 and the pair closes (MRs deregistered). Every event must name the right
 device, QP, PSN, opcode and length.
+
+One vCPU (the srnic-vm-run line above): turning events on and off patches
+kernel text (static keys: srnic's tracepoints, the sched_switch probe that
+records command names, perf trace's syscall tracepoints) while the other
+vCPU runs it, and Debian 12's QEMU 7.2 under multi-threaded TCG can run a
+stale translation of the patched bytes (an int3 oops in __schedule, seen in
+CI on trixie; QEMU fixed it in 8.1). Real CPUs have no such race.
 """
 import os
 import re
