@@ -75,7 +75,10 @@ DEBUG_SUITES ?= $(VM_SUITES)
 # ibv_rc_pingpong, perftest's six RC tools and librdmacm's tools from the installed files
 # (scripts/check.sh runs all this beside the primary's every test); and every kernel ULP's
 # suite, because each kernel has its own ULPs: NVMe over RDMA, NFS over RDMA, iSER, SRP and
-# RDS on one kernel (NFS also to that kernel's rxe), teardown under their traffic. The suites
+# RDS on one kernel, teardown under their traffic; ECN, selective repeat, QP scale, libfabric
+# and UCX, tracepoints, the man page and rdma resource. Interop with that kernel's rxe:
+# test_ecn_interop's RC traffic and CNPs to it; the suites' other rxe cases (NFS to rxe,
+# selective repeat's go-back-N with rxe) are the primary's (tests/conftest.py). The suites
 # between two kernels (test_ulp_two_kernels, test_rc_two_kernels: 9 minutes) run on the
 # primary only, for CI's 75 minutes: make check PLATFORM=NAME runs them everywhere.
 PLATFORM_SUITES ?= tests/test_device.py tests/test_odp.py tests/test_cq.py \

@@ -35,12 +35,23 @@ def in_subset(item, marker):
     return all(callspec.params.get(k) in v for k, v in marker.kwargs.items())
 
 
+def interop_param(item):
+    """Whether one of item's parameters names an rxe interop topology."""
+    import topology
+
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and any(
+        v in topology.INTEROP_TOPOLOGIES for k, v in callspec.params.items()
+        if k != "topology" and isinstance(v, str))
+
+
 def pytest_collection_modifyitems(config, items):
     """SRNIC_TEST_MATRIX=check (make check's primary) or platform (its other
     platforms): each topology-parametrised test on its suite's or its own
     check topologies only (tests/topology.py), and a test marked
     check_subset (both) or platform_subset (platform) with those parameters
-    only."""
+    only; on the platform matrix no test whose own parameter is an rxe
+    interop topology."""
     import topology
 
     if topology.MATRIX == "full":
@@ -59,6 +70,10 @@ def pytest_collection_modifyitems(config, items):
         if topology.MATRIX == "platform":
             ok = ok and in_subset(item,
                                   item.get_closest_marker("platform_subset"))
+            # rxe interop is the primary's: a suite's own srnic-to-rxe or
+            # rxe-to-srnic parameter (not the topology fixture's, which
+            # SRNIC_TEST_TOPOLOGIES narrows) runs there only.
+            ok = ok and not interop_param(item)
         (keep if ok else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

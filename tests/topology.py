@@ -44,6 +44,7 @@ if KIND not in ("srnic", "rxe"):
 
 TOPOLOGIES = ("one-device", "veth-one-netns", "veth-two-netns",
               "srnic-to-rxe", "rxe-to-srnic")
+INTEROP_TOPOLOGIES = ("srnic-to-rxe", "rxe-to-srnic")
 
 # `make check` (scripts/check.sh: SRNIC_TEST_MATRIX=check) runs each suite's
 # topology-parametrised tests on the topologies whose paths differ for it:
