@@ -76,7 +76,8 @@ DEBUG_SUITES ?= $(VM_SUITES)
 # (scripts/check.sh runs all this beside the primary's every test); and every kernel ULP's
 # suite, because each kernel has its own ULPs: NVMe over RDMA, NFS over RDMA, iSER, SRP and
 # RDS on one kernel, teardown under their traffic; ECN, selective repeat, QP scale, libfabric
-# and UCX, tracepoints, the man page and rdma resource. Interop with that kernel's rxe:
+# and UCX, tracepoints, the man page, rdma resource, per-QP counters (ib_core's counter API
+# changed in 6.15) and packet capture. Interop with that kernel's rxe:
 # test_ecn_interop's RC traffic and CNPs to it; the suites' other rxe cases (NFS to rxe,
 # selective repeat's go-back-N with rxe) are the primary's (tests/conftest.py). The suites
 # between two kernels (test_ulp_two_kernels, test_rc_two_kernels: 9 minutes) run on the
@@ -88,7 +89,7 @@ PLATFORM_SUITES ?= tests/test_device.py tests/test_odp.py tests/test_cq.py \
 	tests/test_srp.py tests/test_rds.py tests/test_ulp_teardown.py tests/test_ecn.py \
 	tests/test_ecn_interop.py tests/test_selective_repeat.py tests/test_qp_scale.py \
 	tests/test_libfabric_ucx.py tests/test_trace.py tests/test_man.py \
-	tests/test_rdma_resource.py
+	tests/test_rdma_resource.py tests/test_qp_counters.py tests/test_capture.py
 
 # libFuzzer target over kernel/srnic_wire.c, built with clang from the kernel
 # source through the userspace shim (userspace/fuzz/fuzz_wire.cpp).
@@ -149,8 +150,10 @@ compat-report:
 	@src=$$(sed -n 's/^include \(.*\)\/Makefile$$/\1/p' $(KDIR)/Makefile | head -n 1); \
 		sh kernel/compat-probe.sh $${src:-$(KDIR)} --report | sed 's/^/  /'
 
+# The unit tests build and run under sanitizers only (unit-test), not twice.
 provider:
-	cmake -S userspace -B $(PROVIDER_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake -S userspace -B $(PROVIDER_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DSRNIC_BUILD_TESTS=OFF >/dev/null
 	cmake --build $(PROVIDER_BUILD) -j2
 
 unit-test:

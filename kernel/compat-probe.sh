@@ -60,4 +60,8 @@ probe IPV6_STUBS net/ipv6_stubs.h -
 probe NETIF_GET_FLAGS linux/netdevice.h 'netif_get_flags\('
 # 7.x: dumpability is the task's exec state, no longer the mm's flags.
 probe TASK_EXEC_STATE linux/sched/exec_state.h 'struct task_exec_state \{'
+# 6.15: ib_core allocates a counter with the driver's size and has the driver initialise it
+# (counter_init); binding and unbinding a QP name the port.
+probe COUNTER_INIT rdma/ib_verbs.h '\(\*counter_init\)\('
+probe COUNTER_BIND_QP_PORT rdma/ib_verbs.h '\(\*counter_bind_qp\)\(' 'u32 port' 2
 [ "$report" = --report ] || echo

@@ -51,6 +51,7 @@ struct sk_buff *srnic_tx_alloc(struct srnic_dev *sdev,
  * @count: packets in the batch
  * @lost_psn: after a batch the IP layer refused, its first packet's PSN:
  *	      that and the packets after it never left
+ * @qp: the QP they come from (whose counters count them), or NULL
  *
  * A sender keeps one on its stack for a run of packets and hands the rest
  * to srnic_tx_batch_flush() at the end; srnic_tx_send() flushes earlier
@@ -63,13 +64,19 @@ struct srnic_tx_batch {
 	__be16 sport;
 	unsigned int count;
 	u32 lost_psn;
+	struct srnic_qp *qp;
 };
 
-int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
-		  const struct srnic_path *path, __be16 sport,
-		  u32 transport_hdr_len, struct srnic_tx_batch *batch);
+int srnic_tx_send(struct srnic_dev *sdev, struct srnic_qp *qp,
+		  struct sk_buff *skb, const struct srnic_path *path,
+		  __be16 sport, u32 transport_hdr_len,
+		  struct srnic_tx_batch *batch);
+void srnic_tx_capture_local(struct srnic_dev *sdev, struct sk_buff *skb,
+			    const struct srnic_path *path, __be16 sport,
+			    u32 transport_hdr_len, int ifindex);
 int srnic_tx_batch_flush(struct srnic_dev *sdev, struct srnic_tx_batch *batch);
-int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb);
+int srnic_tx_output(struct srnic_dev *sdev, struct srnic_qp *qp,
+		    struct sk_buff *skb);
 void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb);
 
 /* srnic_fault.c: packet fault injection */
@@ -78,10 +85,45 @@ void srnic_fault_stop(struct srnic_dev *sdev);
 bool srnic_fault_inject(struct srnic_dev *sdev, enum srnic_fault_dir dir,
 			struct sk_buff *skb);
 
+/* srnic_capture.c: every packet of a device, on a netdev of its own */
+int srnic_capture_start(struct srnic_dev *sdev);
+void srnic_capture_stop(struct srnic_dev *sdev);
+ssize_t srnic_capture_netdev_name(struct srnic_dev *sdev, char *buf);
+void srnic_capture_packet(struct srnic_dev *sdev, const struct sk_buff *skb,
+			  bool sent);
+
+extern atomic_t srnic_captures;
+
+/* Whether any srnic device has a capture netdev. */
+static inline bool srnic_capture_any(void)
+{
+	return unlikely(atomic_read(&srnic_captures));
+}
+
+/* A packet @sdev sends or receives, to its capture netdev if it has one. */
+static inline void srnic_capture(struct srnic_dev *sdev,
+				 const struct sk_buff *skb, bool sent)
+{
+	if (unlikely(rcu_access_pointer(sdev->capture)))
+		srnic_capture_packet(sdev, skb, sent);
+}
+
 /* srnic_counters.c: `rdma statistic` */
 void srnic_count(struct srnic_dev *sdev, enum srnic_counter counter);
 void srnic_count_add(struct srnic_dev *sdev, enum srnic_counter counter,
 		     unsigned int n);
+void srnic_qp_count_add(struct srnic_qp *qp, enum srnic_counter counter,
+			unsigned int n);
+void srnic_qp_count(struct srnic_qp *qp, enum srnic_counter counter);
+void srnic_count_for(struct srnic_dev *sdev, struct srnic_qp *qp,
+		     enum srnic_counter counter, unsigned int n);
+void srnic_qp_counters_init(struct srnic_dev *sdev);
+void srnic_qp_counters_destroy(struct srnic_dev *sdev);
+struct rdma_hw_stats *srnic_counter_alloc_stats(struct rdma_counter *counter);
+int srnic_counter_bind_qp(struct rdma_counter *counter, struct ib_qp *ibqp);
+int srnic_counter_unbind_qp(struct ib_qp *ibqp);
+int srnic_counter_update_stats(struct rdma_counter *counter);
+int srnic_counter_dealloc(struct rdma_counter *counter);
 struct rdma_hw_stats *srnic_alloc_hw_port_stats(struct ib_device *ibdev,
 						u32 port_num);
 int srnic_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
@@ -152,6 +194,7 @@ void srnic_direct_entry_free(struct srnic_direct_window *w);
 void srnic_direct_qp_change_begin(struct srnic_qp *qp);
 void srnic_direct_qp_change_end(struct srnic_qp *qp);
 void srnic_direct_qp_destroyed(struct srnic_qp *qp);
+void srnic_direct_revoke_all(struct srnic_dev *sdev);
 void srnic_direct_mr_deregistered(struct srnic_mr *mr);
 void srnic_direct_loan_settle(struct srnic_qp *dest, struct srnic_qp *poster);
 void srnic_direct_cq_user_add(struct srnic_cq *cq);
@@ -383,6 +426,9 @@ int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
  * @qkey: DETH Q_Key
  * @xrc_srqn: XRCETH: the XRC SRQ at the target (XRC requests)
  * @path: where the packet goes; NULL for the QP's path
+ * @capture_ifindex: 0, or a packet of a local delivery, shown on capture
+ *		     netdevs only, its destination's srnic device on this
+ *		     netdev (srnic_local_capture())
  */
 struct srnic_txd {
 	u8 opcode;
@@ -409,8 +455,10 @@ struct srnic_txd {
 	u32 qkey;
 	u32 xrc_srqn;
 	const struct srnic_path *path;
+	int capture_ifindex;
 };
 
+u8 srnic_tx_req_opcode(unsigned int wr_opcode, bool first, bool last);
 int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 		   struct srnic_tx_batch *batch);
 

@@ -62,3 +62,24 @@ int srnic_query_port_speed(struct ib_device *ibdev, u32 port_num, u64 *speed)
 	return 0;
 }
 #endif
+
+#ifdef SRNIC_HAVE_COUNTER_BIND_QP_PORT
+/* 6.15: the port, which srnic has one of. */
+int srnic_compat_counter_bind_qp(struct rdma_counter *counter,
+				 struct ib_qp *ibqp, u32 port)
+{
+	return srnic_counter_bind_qp(counter, ibqp);
+}
+
+int srnic_compat_counter_unbind_qp(struct ib_qp *ibqp, u32 port)
+{
+	return srnic_counter_unbind_qp(ibqp);
+}
+#endif
+
+#ifdef SRNIC_HAVE_COUNTER_INIT
+/* 6.15: nothing of srnic's lives in the counter itself. */
+void srnic_counter_init(struct rdma_counter *counter)
+{
+}
+#endif

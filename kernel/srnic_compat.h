@@ -139,6 +139,33 @@ struct ib_mr *srnic_compat_reg_user_mr(struct ib_pd *ibpd, u64 start,
 #define srnic_compat_reg_user_mr srnic_reg_user_mr
 #endif
 
+/* 6.15: counter_bind_qp and counter_unbind_qp name the port. */
+#ifdef SRNIC_HAVE_COUNTER_BIND_QP_PORT
+int srnic_compat_counter_bind_qp(struct rdma_counter *counter,
+				 struct ib_qp *ibqp, u32 port);
+int srnic_compat_counter_unbind_qp(struct ib_qp *ibqp, u32 port);
+#else
+#define srnic_compat_counter_bind_qp srnic_counter_bind_qp
+#define srnic_compat_counter_unbind_qp srnic_counter_unbind_qp
+#endif
+/*
+ * 6.15: ib_core allocates a struct rdma_counter at the driver's size and
+ * calls counter_init on it; srnic keeps its counts apart (struct
+ * srnic_qp_counter) and adds nothing to it.
+ */
+#ifdef SRNIC_HAVE_COUNTER_INIT
+struct srnic_rdma_counter {
+	struct rdma_counter ibcounter;
+};
+
+void srnic_counter_init(struct rdma_counter *counter);
+#define SRNIC_COUNTER_INIT_OPS \
+	.counter_init = srnic_counter_init, \
+	INIT_RDMA_OBJ_SIZE(rdma_counter, srnic_rdma_counter, ibcounter),
+#else
+#define SRNIC_COUNTER_INIT_OPS
+#endif
+
 /* The UDP tunnel helpers take the struct sock since 7.x. */
 static inline void srnic_udp_tunnel_setup(struct net *net,
 					  struct socket *sock,

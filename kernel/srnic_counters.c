@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * srnic: per-device packet counters, exported to `rdma statistic` as the
- * port's hardware counters.
+ * port's hardware counters, and per-QP counters through ib_core's counter
+ * API (`rdma statistic qp set link DEV/1 auto type on`, `rdma statistic qp
+ * bind`): the same names, for the QPs bound to each counter.
  */
 
 #include "srnic.h"
@@ -82,6 +84,183 @@ void srnic_count_add(struct srnic_dev *sdev, enum srnic_counter counter,
 		     unsigned int n)
 {
 	atomic64_add(n, &sdev->counters[counter]);
+}
+
+/**
+ * srnic_qp_count_add() - count @n events of a QP
+ * @qp: the QP
+ * @counter: which
+ * @n: how many
+ *
+ * In the counter ib_core bound @qp to, if any, else in its device's.
+ *
+ * Context: any.
+ */
+void srnic_qp_count_add(struct srnic_qp *qp, enum srnic_counter counter,
+			unsigned int n)
+{
+	struct srnic_qp_counter *set;
+
+	rcu_read_lock();
+	set = rcu_dereference(qp->counter);
+	if (set)
+		atomic64_add(n, &set->value[counter]);
+	else
+		srnic_count_add(to_srnic_dev(qp->ibqp.device), counter, n);
+	rcu_read_unlock();
+}
+
+/**
+ * srnic_qp_count() - count one event of a QP
+ * @qp: the QP
+ * @counter: which
+ *
+ * Context: any.
+ */
+void srnic_qp_count(struct srnic_qp *qp, enum srnic_counter counter)
+{
+	srnic_qp_count_add(qp, counter, 1);
+}
+
+/**
+ * srnic_count_for() - count @n events of a device, of @qp if known
+ * @sdev: the device
+ * @qp: the QP they belong to, or NULL
+ * @counter: which
+ * @n: how many
+ *
+ * Context: any.
+ */
+void srnic_count_for(struct srnic_dev *sdev, struct srnic_qp *qp,
+		     enum srnic_counter counter, unsigned int n)
+{
+	if (qp)
+		srnic_qp_count_add(qp, counter, n);
+	else
+		srnic_count_add(sdev, counter, n);
+}
+
+/**
+ * srnic_qp_counters_init() - a device's table of QP counters, empty
+ * @sdev: the device
+ */
+void srnic_qp_counters_init(struct srnic_dev *sdev)
+{
+	xa_init_flags(&sdev->qp_counters, XA_FLAGS_ALLOC1);
+}
+
+/**
+ * srnic_qp_counters_destroy() - free the table; ib_core released every
+ * counter when it destroyed the QPs
+ * @sdev: the device
+ */
+void srnic_qp_counters_destroy(struct srnic_dev *sdev)
+{
+	WARN_ON(!xa_empty(&sdev->qp_counters));
+	xa_destroy(&sdev->qp_counters);
+}
+
+/**
+ * srnic_counter_alloc_stats() - ib_device_ops.counter_alloc_stats
+ * @counter: a counter ib_core is making
+ *
+ * Return: its statistics, named as the port's.
+ */
+struct rdma_hw_stats *srnic_counter_alloc_stats(struct rdma_counter *counter)
+{
+	return srnic_alloc_hw_port_stats(counter->device, counter->port);
+}
+
+/**
+ * srnic_counter_bind_qp() - ib_device_ops.counter_bind_qp
+ * @counter: the counter; on its first QP (id 0) srnic gives it its counts
+ *	     and an id, which ib_core's restrack then files it under
+ * @ibqp: the QP, not bound to another
+ *
+ * From now on the QP's events count in @counter. Context: process, under
+ * @counter's lock.
+ *
+ * Return: 0, or -ENOMEM, -EBUSY (no id left).
+ */
+int srnic_counter_bind_qp(struct rdma_counter *counter, struct ib_qp *ibqp)
+{
+	struct srnic_dev *sdev = to_srnic_dev(counter->device);
+	struct srnic_qp_counter *set;
+	u32 id;
+	int err;
+
+	if (counter->id) {
+		set = xa_load(&sdev->qp_counters, counter->id);
+		if (!set)
+			return -EINVAL;
+	} else {
+		set = kzalloc(sizeof(*set), GFP_KERNEL);
+		if (!set)
+			return -ENOMEM;
+		err = xa_alloc(&sdev->qp_counters, &id, set, xa_limit_31b,
+			       GFP_KERNEL);
+		if (err) {
+			kfree(set);
+			return err;
+		}
+		counter->id = id;
+	}
+	rcu_assign_pointer(to_srnic_qp(ibqp)->counter, set);
+	ibqp->counter = counter;
+	return 0;
+}
+
+/**
+ * srnic_counter_unbind_qp() - ib_device_ops.counter_unbind_qp
+ * @ibqp: a QP bound to a counter
+ *
+ * Its events count in its device's counters again. Context: process.
+ *
+ * Return: 0.
+ */
+int srnic_counter_unbind_qp(struct ib_qp *ibqp)
+{
+	RCU_INIT_POINTER(to_srnic_qp(ibqp)->counter, NULL);
+	ibqp->counter = NULL;
+	return 0;
+}
+
+/**
+ * srnic_counter_update_stats() - ib_device_ops.counter_update_stats
+ * @counter: the counter
+ *
+ * Return: 0, or -EINVAL for a counter srnic never bound a QP to.
+ */
+int srnic_counter_update_stats(struct rdma_counter *counter)
+{
+	struct srnic_dev *sdev = to_srnic_dev(counter->device);
+	struct srnic_qp_counter *set;
+	int i;
+
+	set = xa_load(&sdev->qp_counters, counter->id);
+	if (!set)
+		return -EINVAL;
+	for (i = 0; i < SRNIC_NUM_COUNTERS; i++)
+		counter->stats->value[i] = atomic64_read(&set->value[i]);
+	return 0;
+}
+
+/**
+ * srnic_counter_dealloc() - ib_device_ops.counter_dealloc
+ * @counter: a counter with no QP left; ib_core has added its counts to the
+ *	     port's history
+ *
+ * Return: 0.
+ */
+int srnic_counter_dealloc(struct rdma_counter *counter)
+{
+	struct srnic_dev *sdev = to_srnic_dev(counter->device);
+	struct srnic_qp_counter *set;
+
+	set = counter->id ? xa_erase(&sdev->qp_counters, counter->id) : NULL;
+	if (set)
+		kfree_rcu(set, rcu);	/* a QP may be counting in it still */
+	return 0;
 }
 
 struct rdma_hw_stats *srnic_alloc_hw_port_stats(struct ib_device *ibdev,

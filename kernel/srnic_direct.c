@@ -499,6 +499,23 @@ void srnic_direct_qp_destroyed(struct srnic_qp *qp)
 }
 
 /**
+ * srnic_direct_revoke_all() - revoke every window and loan of a device
+ * @sdev: the device, whose every message its engine is to carry from now on
+ *	  (a capture netdev shows them, srnic_capture.c)
+ *
+ * Sleeps.
+ */
+void srnic_direct_revoke_all(struct srnic_dev *sdev)
+{
+	LIST_HEAD(dead);
+
+	mutex_lock(&sdev->direct_mutex);
+	srnic_direct_unlink(sdev, NULL, NULL, NULL, &dead, &dead);
+	srnic_direct_kill(&dead);
+	mutex_unlock(&sdev->direct_mutex);
+}
+
+/**
  * srnic_direct_mr_deregistered() - revoke the windows of @mr
  * @mr: an MR already out of the key table, about to wait for its users
  *
@@ -652,9 +669,10 @@ static int srnic_direct_grant(struct ib_ucontext *uctx,
 
 	if (flags & ~SRNIC_DIRECT_WINDOW_RECV)
 		return -EINVAL;
+	/* Under capture every message goes through the engine, seen. */
 	if (!READ_ONCE(direct_path) || poster->ibqp.qp_type != IB_QPT_RC ||
 	    !poster->sq.ring.ctrl || !READ_ONCE(poster->req.local_ifindex) ||
-	    (recv && !READ_ONCE(direct_send)))
+	    (recv && !READ_ONCE(direct_send)) || srnic_capture_any())
 		return -EOPNOTSUPP;
 	dest = srnic_local_dest_get(poster);
 	err = srnic_direct_check_qps(poster, dest, dest_access);
@@ -806,7 +824,7 @@ static int srnic_direct_grant_loan(struct ib_ucontext *uctx,
 
 	if (!READ_ONCE(direct_path) || !READ_ONCE(direct_send) ||
 	    poster->ibqp.qp_type != IB_QPT_RC || !poster->sq.ring.ctrl ||
-	    !READ_ONCE(poster->req.local_ifindex))
+	    !READ_ONCE(poster->req.local_ifindex) || srnic_capture_any())
 		return -EOPNOTSUPP;
 	dest = srnic_local_dest_get(poster);
 	mutex_lock(&sdev->direct_mutex);

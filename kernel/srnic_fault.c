@@ -127,7 +127,7 @@ static void srnic_fault_pass(struct srnic_dev *sdev, enum srnic_fault_dir dir,
 {
 	if (dir == SRNIC_FAULT_TX) {
 		skb->tstamp = 0;
-		if (srnic_tx_output(sdev, skb))
+		if (srnic_tx_output(sdev, NULL, skb))
 			srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
 	} else {
 		srnic_rx_deliver(sdev, skb);

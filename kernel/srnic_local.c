@@ -331,6 +331,144 @@ static enum ib_wc_status srnic_local_atomic_write(struct srnic_qp *dest,
 	return IB_WC_SUCCESS;
 }
 
+/* The NAK code a wire responder sends for a completion status. */
+static u8 srnic_local_nak_code(enum ib_wc_status status)
+{
+	switch (status) {
+	case IB_WC_REM_ACCESS_ERR:
+		return SRNIC_NAK_REMOTE_ACCESS_ERROR;
+	case IB_WC_REM_INV_REQ_ERR:
+		return SRNIC_NAK_INVALID_REQUEST;
+	default:
+		return SRNIC_NAK_REMOTE_OPERATIONAL_ERROR;
+	}
+}
+
+/*
+ * The answer @dest's responder would have sent to the requests of
+ * srnic_local_capture(), starting at @psn, @n PSNs.
+ */
+static void srnic_local_capture_answer(struct srnic_qp *qp,
+				       struct srnic_qp *dest,
+				       const struct srnic_send_wqe *wqe,
+				       const struct srnic_sgl *local,
+				       enum ib_wc_status status, bool rnr,
+				       u32 psn, u32 n)
+{
+	u8 transport = srnic_qp_is_xrc(qp) ? SRNIC_TRANSPORT_XRC :
+					     SRNIC_TRANSPORT_RC;
+	u32 msn = atomic_read(&dest->rx_msgs), mtu = srnic_qp_mtu(qp), i;
+	struct srnic_txd txd = {
+		.capture_ifindex = dest->req.local_ifindex,
+		.opcode = SRNIC_OPCODE(transport, SRNIC_OP_ACK),
+		.psn = psn,
+	};
+	u64 orig = 0;
+
+	if (!txd.capture_ifindex)
+		return;
+	if (rnr) {
+		txd.aeth = srnic_aeth_smsn(SRNIC_AETH_RNR_NAK,
+					   READ_ONCE(dest->attrs.min_rnr_timer),
+					   msn);
+	} else if (status != IB_WC_SUCCESS) {
+		txd.aeth = srnic_aeth_smsn(SRNIC_AETH_NAK,
+					   srnic_local_nak_code(status), msn);
+	} else if (wqe->opcode == IB_WR_RDMA_READ) {
+		for (i = 0; i < n; i++) {
+			u8 op = n == 1 ? SRNIC_OP_READ_RESPONSE_ONLY :
+				!i ? SRNIC_OP_READ_RESPONSE_FIRST :
+				i == n - 1 ? SRNIC_OP_READ_RESPONSE_LAST :
+				SRNIC_OP_READ_RESPONSE_MIDDLE;
+
+			txd.opcode = SRNIC_OPCODE(transport, op);
+			txd.psn = srnic_psn_add(psn, i);
+			txd.aeth = srnic_aeth_smsn(SRNIC_AETH_ACK,
+						   SRNIC_AETH_CREDITS_UNLIMITED,
+						   msn);
+			txd.sgl = local;
+			txd.offset = (u64)i * mtu;
+			txd.len = min_t(u32, mtu, local->len - i * mtu);
+			srnic_tx_build(dest, &txd, NULL);
+		}
+		return;
+	} else if (srnic_wr_is_atomic(wqe->opcode)) {
+		txd.opcode = SRNIC_OPCODE(transport, SRNIC_OP_ATOMIC_ACK);
+		/* The value the atomic found, written to the requester. */
+		srnic_sgl_xfer(local, 0, (u8 *)&orig, sizeof(orig), false);
+		txd.orig = orig;
+	}
+	if (!txd.aeth)
+		txd.aeth = srnic_aeth_smsn(SRNIC_AETH_ACK,
+					   SRNIC_AETH_CREDITS_UNLIMITED, msn);
+	if (status == IB_WC_SUCCESS && !rnr)
+		txd.psn = srnic_psn_add(psn, n - 1);
+	srnic_tx_build(dest, &txd, NULL);
+}
+
+/*
+ * While a capture netdev listens (srnic_capture_any()), the packets a
+ * locally delivered message would have been on a wire, shown on the
+ * capture netdevs of its two devices (srnic_tx_capture_local()): its
+ * requests, split at the path MTU, with the PSNs its requester's would
+ * have taken from sq_psn on, and its responder's answer (ACK, READ
+ * responses, atomic acknowledgment, RNR NAK or NAK). A message nobody
+ * answered (no destination QP ready) shows nothing.
+ */
+static void srnic_local_capture(struct srnic_qp *qp, struct srnic_qp *dest,
+				const struct srnic_send_wqe *wqe,
+				const struct srnic_sgl *local,
+				enum ib_wc_status status, bool rnr)
+{
+	u8 transport = srnic_qp_is_xrc(qp) ? SRNIC_TRANSPORT_XRC :
+		       srnic_qp_acked(qp) ? SRNIC_TRANSPORT_RC :
+					    SRNIC_TRANSPORT_UC;
+	bool read = wqe->opcode == IB_WR_RDMA_READ;
+	bool atomic = srnic_wr_is_atomic(wqe->opcode);
+	u32 mtu = srnic_qp_mtu(qp), len = local->len;
+	u32 n = len ? DIV_ROUND_UP(len, mtu) : 1;
+	u32 psn = qp->req.capture_psn, i;
+	struct srnic_txd txd = {
+		.capture_ifindex = qp->req.local_ifindex,
+		.xrc_srqn = wqe->xrc_remote_srqn,
+		.imm = wqe->imm_data,
+		.inv_rkey = wqe->invalidate_rkey,
+		.sgl = local,
+	};
+
+	if (atomic) {
+		bool cmp_swap = wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
+
+		n = 1;
+		txd.va = wqe->atomic.remote_addr;
+		txd.rkey = wqe->atomic.rkey;
+		txd.swap_add = cmp_swap ? wqe->atomic.swap :
+					  wqe->atomic.compare_add;
+		txd.compare = cmp_swap ? wqe->atomic.compare_add : 0;
+	} else {
+		txd.va = wqe->rdma.remote_addr;
+		txd.rkey = wqe->rdma.rkey;
+		txd.dma_len = len;
+	}
+	/* A READ is one request; its responses take its n PSNs. */
+	for (i = 0; i < ((read || atomic) ? 1 : n); i++) {
+		bool last = read || atomic || i == n - 1;
+
+		txd.opcode = SRNIC_OPCODE(transport,
+					  srnic_tx_req_opcode(wqe->opcode,
+							      !i, last));
+		txd.psn = srnic_psn_add(psn, i);
+		txd.ack_req = last;
+		txd.offset = (u64)i * mtu;
+		txd.len = (read || atomic) ? 0 : min_t(u32, mtu, len - i * mtu);
+		srnic_tx_build(qp, &txd, NULL);
+	}
+	qp->req.capture_psn = srnic_psn_add(psn, n);
+	if (srnic_qp_acked(qp))
+		srnic_local_capture_answer(qp, dest, wqe, local, status, rnr,
+					   psn, n);
+}
+
 /*
  * Execute one WQE against a local destination QP. @local holds the
  * requester's own side of the message (source for SEND/WRITE, target for
@@ -457,9 +595,9 @@ executed:
 		dest_event = srnic_resp_error_event(dest, *status);
 	if (!srnic_qp_acked(qp)) {
 		if (rnr || (*status != IB_WC_SUCCESS && !dest_fatal))
-			srnic_count(to_srnic_dev(dest->ibqp.device),
-				    rnr ? SRNIC_CNT_RX_DROP_NO_RECV_WQE :
-					  SRNIC_CNT_RX_DROP_UC);
+			srnic_qp_count(dest,
+				       rnr ? SRNIC_CNT_RX_DROP_NO_RECV_WQE :
+					     SRNIC_CNT_RX_DROP_UC);
 		rnr = false;
 		*status = IB_WC_SUCCESS;
 	} else if (*status == IB_WC_REM_ACCESS_ERR ||
@@ -468,6 +606,8 @@ executed:
 	}
 	if (dest_fatal)
 		srnic_qp_to_error(dest, dest_event);
+	if (srnic_capture_any())
+		srnic_local_capture(qp, dest, wqe, local, *status, rnr);
 out:
 	if (xsrq)
 		srnic_srq_put(xsrq);

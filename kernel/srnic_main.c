@@ -126,6 +126,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	srnic_dev_list_del(sdev);	/* on it unless set_netdev failed */
 
 	srnic_debugfs_remove_dev(sdev);
+	srnic_capture_stop(sdev);
 	srnic_fault_stop(sdev);
 	/* ib_core destroyed every QP, so every engine task is stopped. */
 	srnic_engines_stop(sdev);
@@ -140,6 +141,7 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	ida_destroy(&sdev->srq_ids);
 	WARN_ON(!xa_empty(&sdev->qps));
 	xa_destroy(&sdev->qps);
+	srnic_qp_counters_destroy(sdev);
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
 }
 
@@ -260,6 +262,7 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	ida_init(&sdev->cq_ids);
 	ida_init(&sdev->srq_ids);
 	xa_init_flags(&sdev->qps, XA_FLAGS_ALLOC);
+	srnic_qp_counters_init(sdev);
 	srnic_port_init(sdev);
 
 	write_pnet(&sdev->net, dev_net(ndev));
@@ -331,6 +334,7 @@ err_dealloc:
 	ida_destroy(&sdev->cq_ids);
 	ida_destroy(&sdev->srq_ids);
 	xa_destroy(&sdev->qps);
+	srnic_qp_counters_destroy(sdev);
 	netdev_put(ndev, &sdev->ndev_tracker);
 	ib_dealloc_device(&sdev->ibdev);
 err_unlock:

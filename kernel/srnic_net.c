@@ -284,6 +284,7 @@ void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb)
 	enum srnic_counter verdict;
 	struct srnic_pkt pkt;
 
+	srnic_capture(sdev, skb, false);
 	verdict = srnic_rx_validate(sdev, skb, &pkt);
 	if (verdict != SRNIC_CNT_RX_PACKETS) {
 		srnic_count(sdev, verdict);
@@ -294,21 +295,22 @@ void srnic_rx_deliver(struct srnic_dev *sdev, struct sk_buff *skb)
 }
 
 /*
- * Check the ICRC of a packet not queued to a QP, and count it: good
- * (SRNIC_CNT_RX_PACKETS, then @verdict if that is a drop) or not.
+ * Check the ICRC of a packet not queued to a QP, and count it, as @qp's if
+ * it names one: good (SRNIC_CNT_RX_PACKETS, then @verdict if that is a drop)
+ * or not.
  */
 static bool srnic_rx_count_checked(struct srnic_dev *sdev,
-				   struct sk_buff *skb,
+				   struct srnic_qp *qp, struct sk_buff *skb,
 				   const struct srnic_pkt *pkt,
 				   enum srnic_counter verdict)
 {
 	if (!srnic_icrc_ok(skb, pkt)) {
-		srnic_count(sdev, SRNIC_CNT_RX_DROP_BAD_ICRC);
+		srnic_count_for(sdev, qp, SRNIC_CNT_RX_DROP_BAD_ICRC, 1);
 		return false;
 	}
-	srnic_count(sdev, SRNIC_CNT_RX_PACKETS);
+	srnic_count_for(sdev, qp, SRNIC_CNT_RX_PACKETS, 1);
 	if (verdict != SRNIC_CNT_RX_PACKETS)
-		srnic_count(sdev, verdict);
+		srnic_count_for(sdev, qp, verdict, 1);
 	return verdict == SRNIC_CNT_RX_PACKETS;
 }
 
@@ -327,17 +329,16 @@ static bool srnic_rx_count_checked(struct srnic_dev *sdev,
  */
 bool srnic_rx_icrc_checked(struct srnic_qp *qp, struct sk_buff *skb)
 {
-	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	struct srnic_rx_cb *cb = srnic_skb_rx_cb(skb);
 
 	if (!cb->icrc_unchecked)
 		return true;
 	cb->icrc_unchecked = false;
 	if (!srnic_icrc_ok(skb, &cb->pkt)) {
-		srnic_count(sdev, SRNIC_CNT_RX_DROP_BAD_ICRC);
+		srnic_qp_count(qp, SRNIC_CNT_RX_DROP_BAD_ICRC);
 		return false;
 	}
-	srnic_count(sdev, SRNIC_CNT_RX_PACKETS);
+	srnic_qp_count(qp, SRNIC_CNT_RX_PACKETS);
 	return true;
 }
 
@@ -432,7 +433,7 @@ static void srnic_rx_congestion(struct srnic_dev *sdev, struct srnic_qp *qp)
 	struct sk_buff *skb;
 	u64 now, last;
 
-	srnic_count(sdev, SRNIC_CNT_NP_ECN_MARKED);
+	srnic_qp_count(qp, SRNIC_CNT_NP_ECN_MARKED);
 	if (!READ_ONCE(sdev->ecn) || srnic_qp_is_ud(qp))
 		return;
 	now = ktime_get_ns();
@@ -442,7 +443,7 @@ static void srnic_rx_congestion(struct srnic_dev *sdev, struct srnic_qp *qp)
 		return;
 	skb = srnic_tx_alloc(sdev, len, GFP_ATOMIC);
 	if (!skb) {
-		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+		srnic_qp_count(qp, SRNIC_CNT_TX_ERRORS);
 		return;
 	}
 	memset(skb->data, 0, len);
@@ -451,11 +452,11 @@ static void srnic_rx_congestion(struct srnic_dev *sdev, struct srnic_qp *qp)
 	bth->pkey = cpu_to_be16(SRNIC_DEFAULT_PKEY_FULL);
 	bth->dqpn = cpu_to_be32(SRNIC_BTH_DQPN_BECN |
 				(qp->attrs.dest_qp_num & SRNIC_QPN_MASK));
-	if (srnic_tx_send(sdev, skb, &qp->path, 0, len, NULL)) {
-		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+	if (srnic_tx_send(sdev, qp, skb, &qp->path, 0, len, NULL)) {
+		srnic_qp_count(qp, SRNIC_CNT_TX_ERRORS);
 	} else {
 		trace_srnic_cnp(&sdev->ibdev, qp->ibqp.qp_num, true);
-		srnic_count(sdev, SRNIC_CNT_NP_CNP_SENT);
+		srnic_qp_count(qp, SRNIC_CNT_NP_CNP_SENT);
 	}
 }
 
@@ -468,23 +469,23 @@ static void srnic_rx_congestion(struct srnic_dev *sdev, struct srnic_qp *qp)
 static void srnic_rx_cnp(struct srnic_dev *sdev, struct sk_buff *skb,
 			 const struct srnic_pkt *pkt)
 {
-	bool handled = false;
 	struct srnic_qp *qp;
 
-	if (srnic_rx_count_checked(sdev, skb, pkt, SRNIC_CNT_RX_PACKETS)) {
-		trace_srnic_cnp(&sdev->ibdev, pkt->dqpn, false);
-		qp = READ_ONCE(sdev->ecn) ?
-		     srnic_qp_get_by_qpn(sdev, pkt->dqpn) : NULL;
-		if (qp) {
-			handled = !srnic_qp_is_ud(qp);
-			/* The requester cuts its rate when it next runs. */
-			if (handled)
-				atomic_inc(&qp->req.rate.cnps);
-			srnic_qp_put(qp);
-		}
-		srnic_count(sdev, handled ? SRNIC_CNT_RP_CNP_HANDLED :
-			    SRNIC_CNT_RP_CNP_IGNORED);
+	qp = READ_ONCE(sdev->ecn) ? srnic_qp_get_by_qpn(sdev, pkt->dqpn) : NULL;
+	if (qp && srnic_qp_is_ud(qp)) {
+		srnic_qp_put(qp);
+		qp = NULL;
 	}
+	if (srnic_rx_count_checked(sdev, qp, skb, pkt, SRNIC_CNT_RX_PACKETS)) {
+		trace_srnic_cnp(&sdev->ibdev, pkt->dqpn, false);
+		/* The requester cuts its rate when it next runs. */
+		if (qp)
+			atomic_inc(&qp->req.rate.cnps);
+		srnic_count_for(sdev, qp, qp ? SRNIC_CNT_RP_CNP_HANDLED :
+					       SRNIC_CNT_RP_CNP_IGNORED, 1);
+	}
+	if (qp)
+		srnic_qp_put(qp);
 	kfree_skb(skb);
 }
 
@@ -510,7 +511,7 @@ void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 	trace_srnic_packet_rx(&sdev->ibdev, 0, pkt->dqpn, pkt->opcode,
 			      pkt->psn, pkt->payload_len);
 	if (pkt->dqpn == SRNIC_MCAST_QPN) {
-		if (srnic_rx_count_checked(sdev, skb, pkt,
+		if (srnic_rx_count_checked(sdev, NULL, skb, pkt,
 					   SRNIC_CNT_RX_PACKETS))
 			srnic_mcast_rx(sdev, skb, pkt);
 		else
@@ -527,14 +528,17 @@ void srnic_rx_packet(struct srnic_dev *sdev, struct sk_buff *skb,
 		bool ce = srnic_rx_ce(skb);
 
 		verdict = srnic_rx_enqueue(qp, skb, pkt, false);
-		if (verdict == SRNIC_CNT_RX_PACKETS && unlikely(ce))
-			srnic_rx_congestion(sdev, qp);
-		srnic_qp_put(qp);
-		if (verdict == SRNIC_CNT_RX_PACKETS)
+		if (verdict == SRNIC_CNT_RX_PACKETS) {
+			if (unlikely(ce))
+				srnic_rx_congestion(sdev, qp);
+			srnic_qp_put(qp);
 			return;
+		}
 	}
-	srnic_rx_count_checked(sdev, skb, pkt, verdict);
+	srnic_rx_count_checked(sdev, qp, skb, pkt, verdict);
 	kfree_skb(skb);
+	if (qp)
+		srnic_qp_put(qp);
 }
 
 /*
@@ -825,8 +829,8 @@ static void srnic_push_ipv6(struct sk_buff *skb, const struct srnic_path *path,
  * wire would: IP routing between two local addresses goes over lo, whose
  * packets name no srnic device.
  */
-static int srnic_tx_local(struct srnic_dev *sdev, struct sk_buff *skb,
-			  int ifindex)
+static int srnic_tx_local(struct srnic_dev *sdev, struct srnic_qp *qp,
+			  struct sk_buff *skb, int ifindex)
 {
 	struct net_device *ndev;
 	struct srnic_dev *ddev;
@@ -839,7 +843,7 @@ static int srnic_tx_local(struct srnic_dev *sdev, struct sk_buff *skb,
 		kfree_skb(skb);
 		return -ENETUNREACH;
 	}
-	srnic_count(sdev, SRNIC_CNT_TX_PACKETS);
+	srnic_count_for(sdev, qp, SRNIC_CNT_TX_PACKETS, 1);
 	skb->dev = ddev->ndev;
 	skb->pkt_type = PACKET_HOST;
 	/* What ip_local_out() would have filled in (UD GRHs show it). */
@@ -972,7 +976,7 @@ int srnic_tx_batch_flush(struct srnic_dev *sdev, struct srnic_tx_batch *batch)
 	batch->head = NULL;
 	batch->tail = NULL;
 	batch->count = 0;
-	return srnic_tx_output(sdev, head);
+	return srnic_tx_output(sdev, batch->qp, head);
 }
 
 /*
@@ -994,9 +998,89 @@ static u8 srnic_tx_tclass(struct srnic_dev *sdev,
 	return tclass;
 }
 
+/*
+ * Put the ICRC and the UDP and IP headers around the transport packet at
+ * @skb->data (@transport_hdr_len bytes of BTH and extension headers, then
+ * the payload): skb->data ends at the IP header. @join: the batch it joins,
+ * or NULL. Returns 0, or -ENOMEM when there is no room for the ICRC.
+ */
+static int srnic_tx_encap(struct srnic_dev *sdev, struct sk_buff *skb,
+			  const struct srnic_path *path, __be16 sport,
+			  u32 transport_hdr_len,
+			  const struct srnic_tx_batch *join)
+{
+	unsigned int transport_len = skb->len;
+	__le32 *icrc;
+	u8 tclass;
+	u32 crc;
+
+	icrc = skb_is_nonlinear(skb) ? srnic_tx_put_icrc_frag(skb) :
+				       skb_put(skb, SRNIC_ICRC_SIZE);
+	if (!icrc)
+		return -ENOMEM;
+	tclass = srnic_tx_tclass(sdev, path, skb->data[0]);
+	srnic_push_udp(skb, path, sport);
+	if (path->ipv6)
+		srnic_push_ipv6(skb, path, tclass);
+	else
+		srnic_push_ipv4(skb, read_pnet(&sdev->net), path, tclass, join);
+
+	/* The ICRC covers the IP and UDP headers just built. */
+	crc = srnic_icrc_headers(skb_network_header(skb), path->ipv6,
+				 skb_transport_header(skb) +
+				 sizeof(struct udphdr), transport_hdr_len);
+	crc = srnic_skb_crc32(skb, skb_transport_offset(skb) +
+			      sizeof(struct udphdr) + transport_hdr_len,
+			      transport_len - transport_hdr_len, crc);
+	*icrc = srnic_icrc_finish(crc);
+	return 0;
+}
+
+/**
+ * srnic_tx_capture_local() - show a packet of a local delivery
+ * @sdev: the sending device
+ * @skb: a transport packet built as srnic_tx_send() takes it: consumed,
+ *	 never sent
+ * @path: its path's addresses
+ * @sport: its UDP source port, or 0 for @path's
+ * @transport_hdr_len: bytes of BTH and extension headers at skb->data
+ * @ifindex: the netdev of the destination's srnic device
+ *
+ * Local delivery executes a message without packets (srnic_local.c); while
+ * a capture netdev listens, its requester builds the packets the message
+ * would have been, and this shows each as sent on @sdev's capture netdev
+ * and as received on the destination device's.
+ */
+void srnic_tx_capture_local(struct srnic_dev *sdev, struct sk_buff *skb,
+			    const struct srnic_path *path, __be16 sport,
+			    u32 transport_hdr_len, int ifindex)
+{
+	struct net_device *ndev;
+	struct srnic_dev *ddev;
+
+	if (srnic_tx_encap(sdev, skb, path, sport ? sport : path->sport,
+			   transport_hdr_len, NULL))
+		goto out;
+	if (skb->protocol == htons(ETH_P_IP))
+		ip_send_check(ip_hdr(skb));
+	srnic_capture(sdev, skb, true);
+	rcu_read_lock();
+	ndev = dev_get_by_index_rcu(read_pnet(&sdev->net), ifindex);
+	ddev = ndev ? srnic_dev_get_by_netdev(ndev) : NULL;
+	rcu_read_unlock();
+	if (ddev) {
+		__skb_pull(skb, skb_transport_offset(skb));
+		srnic_capture(ddev, skb, false);
+		ib_device_put(&ddev->ibdev);
+	}
+out:
+	consume_skb(skb);
+}
+
 /**
  * srnic_tx_send() - checksum, encapsulate and send one packet
  * @sdev: the sending device
+ * @qp: the QP it comes from (whose counters count it), or NULL
  * @skb: from srnic_tx_alloc(), skb->data at the BTH; consumed
  * @path: addresses and header fields of the destination; with
  *	  local_ifindex set, the packet goes to that srnic device's receive
@@ -1014,19 +1098,16 @@ static u8 srnic_tx_tclass(struct srnic_dev *sdev,
  * error may be the batch's that went first (see @batch->lost_psn); the
  * packet is then lost too.
  */
-int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
-		  const struct srnic_path *path, __be16 sport,
-		  u32 transport_hdr_len, struct srnic_tx_batch *batch)
+int srnic_tx_send(struct srnic_dev *sdev, struct srnic_qp *qp,
+		  struct sk_buff *skb, const struct srnic_path *path,
+		  __be16 sport, u32 transport_hdr_len,
+		  struct srnic_tx_batch *batch)
 {
-	struct net *net = read_pnet(&sdev->net);
-	unsigned int transport_len = skb->len;
 	u32 psn = srnic_bth_psn((const struct srnic_bth *)skb->data);
+	unsigned int transport_len = skb->len;
 	struct srnic_tx_batch *join = NULL;
 	struct dst_entry *dst = NULL;
 	bool batched;
-	__le32 *icrc;
-	u8 tclass;
-	u32 crc;
 	int err;
 
 	if (!sport)
@@ -1052,36 +1133,20 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 		}
 	}
 
-	icrc = skb_is_nonlinear(skb) ? srnic_tx_put_icrc_frag(skb) :
-				       skb_put(skb, SRNIC_ICRC_SIZE);
-	if (!icrc) {
+	if (srnic_tx_encap(sdev, skb, path, sport, transport_hdr_len, join)) {
 		if (dst)
 			dst_release(dst);
 		kfree_skb(skb);
 		return -ENOMEM;
 	}
-	tclass = srnic_tx_tclass(sdev, path, skb->data[0]);
-	srnic_push_udp(skb, path, sport);
-	if (path->ipv6)
-		srnic_push_ipv6(skb, path, tclass);
-	else
-		srnic_push_ipv4(skb, net, path, tclass, join);
-
-	/* The ICRC covers the IP and UDP headers just built. */
-	crc = srnic_icrc_headers(skb_network_header(skb), path->ipv6,
-				 skb_transport_header(skb) +
-				 sizeof(struct udphdr), transport_hdr_len);
-	crc = srnic_skb_crc32(skb, skb_transport_offset(skb) +
-			      sizeof(struct udphdr) + transport_hdr_len,
-			      transport_len - transport_hdr_len, crc);
-	*icrc = srnic_icrc_finish(crc);
+	srnic_capture(sdev, skb, true);
 
 	if (join) {
 		srnic_tx_batch_add(join, skb);
 		return 0;
 	}
 	if (!dst)
-		return srnic_tx_local(sdev, skb, path->local_ifindex);
+		return srnic_tx_local(sdev, qp, skb, path->local_ifindex);
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
 	if (batched) {
@@ -1089,12 +1154,13 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 		batch->path = path;
 		batch->sport = sport;
 		batch->count = 1;
+		batch->qp = qp;
 		return 0;
 	}
 	if (unlikely(READ_ONCE(sdev->fault.active)) &&
 	    srnic_fault_inject(sdev, SRNIC_FAULT_TX, skb))
 		return 0;	/* lost or held, as on a real wire */
-	err = srnic_tx_output(sdev, skb);
+	err = srnic_tx_output(sdev, qp, skb);
 	if (err && batch)
 		batch->lost_psn = psn;
 	return err;
@@ -1103,12 +1169,14 @@ int srnic_tx_send(struct srnic_dev *sdev, struct sk_buff *skb,
 /**
  * srnic_tx_output() - hand a complete packet to the IP layer
  * @sdev: the sending device
+ * @qp: the QP it comes from (whose counters count it), or NULL
  * @skb: from srnic_tx_send(), its route set; consumed
  *
  * Return: 0, or the IP layer's negative errno (-ENOBUFS: a queue on the
  * way was full and dropped it).
  */
-int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb)
+int srnic_tx_output(struct srnic_dev *sdev, struct srnic_qp *qp,
+		    struct sk_buff *skb)
 {
 	struct net *net = read_pnet(&sdev->net);
 	/* A batch (srnic_tx_batch_flush()) holds several packets. */
@@ -1125,9 +1193,9 @@ int srnic_tx_output(struct srnic_dev *sdev, struct sk_buff *skb)
 		err = -ENOBUFS;
 	if (err)
 		return err;
-	srnic_count_add(sdev, SRNIC_CNT_TX_PACKETS, packets);
+	srnic_count_for(sdev, qp, SRNIC_CNT_TX_PACKETS, packets);
 	if (packets > 1)
-		srnic_count(sdev, SRNIC_CNT_TX_BATCHES);
+		srnic_count_for(sdev, qp, SRNIC_CNT_TX_BATCHES, 1);
 	return 0;
 }
 

@@ -89,6 +89,24 @@ enum srnic_counter {
 	SRNIC_NUM_COUNTERS,
 };
 
+/**
+ * struct srnic_qp_counter - the counts of a counter ib_core binds QPs to
+ * @rcu: frees it once no counting QP can still see it
+ * @value: indexed by enum srnic_counter, as the port's counters
+ *
+ * `rdma statistic qp set link DEV/1 auto type on` (or `rdma statistic qp
+ * bind`) has ib_core allocate a struct rdma_counter and bind QPs to it; its
+ * id (srnic's choice) names one of these in srnic_dev.qp_counters. A bound
+ * QP's events count here instead of in its device's counters, and ib_core
+ * adds every counter of the port (and those released) to the port's
+ * figures in `rdma statistic show link`, as for hardware QP counters
+ * (srnic_counters.c).
+ */
+struct srnic_qp_counter {
+	struct rcu_head rcu;
+	atomic64_t value[SRNIC_NUM_COUNTERS];
+};
+
 /* The most engine threads srnic runs (one per online CPU). */
 #define SRNIC_MAX_ENGINES 64
 
@@ -263,7 +281,9 @@ struct srnic_fault {
  * @next_qpn: cursor of the cyclic QPN allocation
  * @link_index: number in the parent's name
  * @net: namespace whose sockets the device uses (its netdev's at creation)
- * @counters: enum srnic_counter, updated from any context
+ * @counters: enum srnic_counter, updated from any context; a QP bound to
+ *	      an ib_core counter counts in its struct srnic_qp_counter instead
+ * @qp_counters: ib_core counter id -> struct srnic_qp_counter
  * @ah_table: AH number -> struct srnic_ah, for UD WQEs, under its own lock
  * @ah_next: next AH number xa_alloc_cyclic() tries
  * @fault: packet fault injection (debugfs)
@@ -295,6 +315,8 @@ struct srnic_fault {
  *	       the device is created), when its peer does selective repeat
  * @ooo_held: requests kept by the device's responders, at most
  *	      SRNIC_OOO_MAX_HELD
+ * @capture: the capture netdev (sysfs ``capture``), or NULL; changed under
+ *	     RTNL, read under RCU (srnic_capture.c)
  */
 struct srnic_dev {
 	struct ib_device ibdev;
@@ -321,6 +343,7 @@ struct srnic_dev {
 	int link_index;
 	possible_net_t net;
 	atomic64_t counters[SRNIC_NUM_COUNTERS];
+	struct xarray qp_counters;
 	struct xarray ah_table;
 	u32 ah_next;
 	struct srnic_fault fault;
@@ -340,6 +363,7 @@ struct srnic_dev {
 	bool selective_repeat;
 	u8 multipath;
 	atomic_t ooo_held;
+	struct net_device __rcu *capture;
 };
 
 /*
@@ -831,6 +855,8 @@ struct srnic_rate {
  * @send_index: SQ index of the WQE whose packets go out next
  * @send_psn: PSN of the next packet of @send_index to send
  * @next_psn: first PSN of the next WQE taken
+ * @capture_psn: local delivery: the first PSN of the next message's packets
+ *		 as a capture shows them (srnic_local_capture())
  * @una_psn: oldest PSN not acknowledged
  * @cwnd: PSNs that may be in flight beyond @una_psn (adapts to loss)
  * @reads: READs and atomics outstanding (at most max_rd_atomic)
@@ -928,6 +954,7 @@ struct srnic_req {
 	u32 send_index;
 	u32 send_psn;
 	u32 next_psn;
+	u32 capture_psn;
 	u32 una_psn;
 	u32 cwnd;
 	unsigned int reads;
@@ -1176,6 +1203,8 @@ struct srnic_path {
  * @rx_request_end_ns: when the last request message received ended
  *		       (ktime_get_ns())
  * @cnp_sent_ns: when the QP last sent a CNP (srnic_rx_congestion())
+ * @counter: while ib_core binds the QP to a counter, that counter's counts,
+ *	     where the QP's events count (srnic_qp_count()); read under RCU
  */
 struct srnic_qp {
 	struct ib_qp ibqp;
@@ -1211,6 +1240,7 @@ struct srnic_qp {
 	atomic_t rx_unanswered;
 	u64 rx_request_end_ns;
 	u64 cnp_sent_ns;
+	struct srnic_qp_counter __rcu *counter;
 };
 
 static inline struct srnic_dev *to_srnic_dev(struct ib_device *ibdev)

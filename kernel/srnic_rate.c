@@ -179,7 +179,7 @@ static void srnic_rate_cut(struct srnic_qp *qp)
 	rate->byte_stage = 0;
 	rate->bytes = 0;
 	rate->stage_ns = rate->now;
-	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RP_RATE_DECREASES);
+	srnic_qp_count(qp, SRNIC_CNT_RP_RATE_DECREASES);
 	srnic_rate_trace(qp, true);
 }
 
@@ -197,7 +197,7 @@ static void srnic_rate_increase(struct srnic_qp *qp)
 		rate->target_mbps += SRNIC_RATE_AI_MBPS;
 	rate->target_mbps = min(rate->target_mbps, SRNIC_RATE_MAX_MBPS);
 	rate->mbps = DIV_ROUND_UP(rate->mbps + rate->target_mbps, 2);
-	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RP_RATE_INCREASES);
+	srnic_qp_count(qp, SRNIC_CNT_RP_RATE_INCREASES);
 	if (rate->mbps >= SRNIC_RATE_MAX_MBPS) {
 		rate->mbps = 0;		/* no longer limited */
 		rate->waiting = false;
@@ -277,8 +277,7 @@ bool srnic_rate_admit(struct srnic_qp *qp, u32 len)
 		hrtimer_start(&rate->timer,
 			      ns_to_ktime(rate->next_ns - rate->now),
 			      HRTIMER_MODE_REL);
-		srnic_count(to_srnic_dev(qp->ibqp.device),
-			    SRNIC_CNT_RP_RATE_WAITS);
+		srnic_qp_count(qp, SRNIC_CNT_RP_RATE_WAITS);
 		return false;
 	}
 	/* The meter counts what is sent: a refused packet comes again. */

@@ -99,8 +99,7 @@ static bool srnic_req_step(struct srnic_qp *qp, u64 *bytes)
 	}
 	if (exec == SRNIC_EXEC_RNR) {
 		/* What the local responder answered, as over the wire. */
-		srnic_count(to_srnic_dev(qp->ibqp.device),
-			    SRNIC_CNT_RNR_NAKS_RECEIVED);
+		srnic_qp_count(qp, SRNIC_CNT_RNR_NAKS_RECEIVED);
 		if (qp->attrs.rnr_retry == SRNIC_RNR_RETRY_INFINITE ||
 		    qp->req.rnr_retries_left--) {
 			srnic_req_rnr_wait(qp, qp->req.rnr_timer);
@@ -108,7 +107,7 @@ static bool srnic_req_step(struct srnic_qp *qp, u64 *bytes)
 		}
 		status = IB_WC_RNR_RETRY_EXC_ERR;
 	} else if (exec == SRNIC_EXEC_NO_ANSWER) {
-		srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_TIMEOUTS);
+		srnic_qp_count(qp, SRNIC_CNT_TIMEOUTS);
 		if (!qp->attrs.timeout || qp->req.retries_left) {
 			srnic_req_no_answer_wait(qp);
 			if (qp->attrs.timeout)

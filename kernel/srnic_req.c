@@ -320,44 +320,6 @@ static bool srnic_req_read_sr(struct srnic_qp *qp);
 static void srnic_req_ack_hold(struct srnic_req *req, u32 psn);
 static void srnic_req_read_advance(struct srnic_qp *qp);
 
-/* The BTH opcode of a packet (RC's transport bits are 0). */
-static u8 srnic_req_opcode(const struct srnic_req_wqe *rw, bool first,
-			   bool last)
-{
-	bool imm = rw->opcode == IB_WR_SEND_WITH_IMM ||
-		   rw->opcode == IB_WR_RDMA_WRITE_WITH_IMM;
-	bool inv = rw->opcode == IB_WR_SEND_WITH_INV;
-
-	if (rw->opcode == IB_WR_RDMA_READ)
-		return SRNIC_OP_READ_REQUEST;
-	if (rw->opcode == IB_WR_ATOMIC_CMP_AND_SWP)
-		return SRNIC_OP_CMP_SWAP;
-	if (rw->opcode == IB_WR_ATOMIC_FETCH_AND_ADD)
-		return SRNIC_OP_FETCH_ADD;
-	/* One packet: its 8 bytes are the WQE's inline data. */
-	if (rw->opcode == SRNIC_WR_ATOMIC_WRITE)
-		return SRNIC_OP_ATOMIC_WRITE;
-	if (rw->opcode == IB_WR_SEND || rw->opcode == IB_WR_SEND_WITH_IMM ||
-	    inv) {
-		if (first && last)
-			return imm ? SRNIC_OP_SEND_ONLY_IMM :
-			       inv ? SRNIC_OP_SEND_ONLY_INV : SRNIC_OP_SEND_ONLY;
-		if (first)
-			return SRNIC_OP_SEND_FIRST;
-		if (last)
-			return imm ? SRNIC_OP_SEND_LAST_IMM :
-			       inv ? SRNIC_OP_SEND_LAST_INV : SRNIC_OP_SEND_LAST;
-		return SRNIC_OP_SEND_MIDDLE;
-	}
-	if (first && last)
-		return imm ? SRNIC_OP_WRITE_ONLY_IMM : SRNIC_OP_WRITE_ONLY;
-	if (first)
-		return SRNIC_OP_WRITE_FIRST;
-	if (last)
-		return imm ? SRNIC_OP_WRITE_LAST_IMM : SRNIC_OP_WRITE_LAST;
-	return SRNIC_OP_WRITE_MIDDLE;
-}
-
 /* The target and operands of an atomic's request, from its WQE. */
 static void srnic_req_atomic_txd(const struct srnic_req_wqe *rw,
 				 const struct srnic_send_wqe *wqe,
@@ -461,7 +423,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 		if (paths > 1)
 			txd.sport = srnic_req_sport(qp, req->send_psn, paths);
 
-		txd.opcode = srnic_req_opcode(rw, first, last);
+		txd.opcode = srnic_tx_req_opcode(rw->opcode, first, last);
 		if (rw->opcode == IB_WR_RDMA_READ) {
 			/* Responses so far may have had another size. */
 			if (req->read_sgl_index == req->send_index + 1 &&
@@ -589,14 +551,13 @@ static void srnic_req_recovery_acked(struct srnic_qp *qp, u32 old, u32 una)
  */
 static void srnic_req_sack(struct srnic_qp *qp, u32 epsn, u32 start, u8 n)
 {
-	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	struct srnic_req *req = &qp->req;
 	u8 paths = srnic_req_paths(qp);
 	u32 sent_to = req->resend_psn;
 	u32 lost_below = 0;
 	bool lost_again = false;
 
-	srnic_count(sdev, SRNIC_CNT_RX_NAK_SELECTIVE);
+	srnic_qp_count(qp, SRNIC_CNT_RX_NAK_SELECTIVE);
 	if (srnic_psn_cmp(epsn, req->una_psn) < 0)
 		return;		/* an old one, overtaken */
 	if (!req->recovering) {
@@ -800,7 +761,7 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 		req->resent = true;
 		req->resend_fence = save_psn;
 		trace_srnic_retransmit(&qp->ibqp, psn, 1);
-		srnic_count(sdev, SRNIC_CNT_SELECTIVE_RETRANSMITS);
+		srnic_qp_count(qp, SRNIC_CNT_SELECTIVE_RETRANSMITS);
 	}
 	req->resending = false;
 	if (srnic_psn_cmp(req->resend_psn, req->sack_high) >= 0)
@@ -808,7 +769,7 @@ static unsigned int srnic_req_resend(struct srnic_qp *qp, unsigned int budget)
 	req->send_index = save_index;
 	req->send_psn = save_psn;
 	if (srnic_tx_batch_flush(sdev, &batch) == -ENOBUFS || req->tx_blocked) {
-		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+		srnic_qp_count(qp, SRNIC_CNT_TX_ERRORS);
 		req->resend_psn = req->una_psn;
 		req->tx_blocked = true;
 	}
@@ -850,8 +811,7 @@ static void srnic_req_go_back(struct srnic_qp *qp, u32 psn)
 	srnic_req_recovery_end(qp);
 	if (srnic_req_rewind(qp, psn)) {
 		trace_srnic_retransmit(&qp->ibqp, psn, 0);
-		srnic_count(to_srnic_dev(qp->ibqp.device),
-			    SRNIC_CNT_RETRANSMITS);
+		srnic_qp_count(qp, SRNIC_CNT_RETRANSMITS);
 		qp->req.rtt_sampling = false;	/* Karn's rule */
 	}
 }
@@ -867,7 +827,7 @@ static void srnic_req_flush(struct srnic_qp *qp, struct srnic_tx_batch *batch)
 
 	if (srnic_tx_batch_flush(sdev, batch) == -ENOBUFS &&
 	    srnic_qp_acked(qp)) {
-		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+		srnic_qp_count(qp, SRNIC_CNT_TX_ERRORS);
 		srnic_req_rewind(qp, batch->lost_psn);
 		qp->req.tx_blocked = true;
 	}
@@ -1039,8 +999,7 @@ static void srnic_req_rnr_nak(struct srnic_qp *qp, u32 psn, u8 timer)
 	struct srnic_req *req = &qp->req;
 
 	trace_srnic_rnr_wait(&qp->ibqp, psn, timer);
-	srnic_count(to_srnic_dev(qp->ibqp.device),
-		    SRNIC_CNT_RNR_NAKS_RECEIVED);
+	srnic_qp_count(qp, SRNIC_CNT_RNR_NAKS_RECEIVED);
 	if (qp->attrs.rnr_retry != SRNIC_RNR_RETRY_INFINITE &&
 	    !req->rnr_retries_left--) {
 		srnic_req_fail_head(qp, IB_WC_RNR_RETRY_EXC_ERR);
@@ -1092,8 +1051,7 @@ static void srnic_req_aeth(struct srnic_qp *qp, u32 psn, u32 smsn,
 		srnic_req_fail_head(qp, srnic_nak_wc_status(value));
 		return;
 	default:
-		srnic_count(to_srnic_dev(qp->ibqp.device),
-			    SRNIC_CNT_RX_DROP_UNEXPECTED);
+		srnic_qp_count(qp, SRNIC_CNT_RX_DROP_UNEXPECTED);
 	}
 }
 
@@ -1197,8 +1155,7 @@ static void srnic_req_ask_send(struct srnic_qp *qp,
 	trace_srnic_retransmit(&qp->ibqp, txd->psn, 2);
 	qp->req.read_asked_to = asked_to;
 	qp->req.rtt_sampling = false;	/* Karn's rule */
-	srnic_count(to_srnic_dev(qp->ibqp.device),
-		    SRNIC_CNT_SELECTIVE_RETRANSMITS);
+	srnic_qp_count(qp, SRNIC_CNT_SELECTIVE_RETRANSMITS);
 }
 
 /*
@@ -1224,7 +1181,7 @@ static void srnic_req_read_ask(struct srnic_qp *qp, u32 index,
 		return;
 	req->sgl_index = 0;	/* req.wqe was overwritten */
 	txd = (struct srnic_txd) {
-		.opcode = srnic_req_opcode(rw, true, true),
+		.opcode = srnic_tx_req_opcode(rw->opcode, true, true),
 		.psn = from,
 		.ack_req = true,
 		.sr = true,
@@ -1248,7 +1205,7 @@ static void srnic_req_atomic_ask(struct srnic_qp *qp, u32 index,
 {
 	struct srnic_req *req = &qp->req;
 	struct srnic_txd txd = {
-		.opcode = srnic_req_opcode(rw, true, true),
+		.opcode = srnic_tx_req_opcode(rw->opcode, true, true),
 		.psn = rw->first_psn,
 		.sr = true,
 		.sr_run = SRNIC_SR_RUN_READ_RANGE,
@@ -1422,7 +1379,7 @@ static bool srnic_req_read_keep(struct srnic_qp *qp, struct sk_buff *skb,
 	req->read_kept_count++;
 	if (srnic_psn_cmp(pkt->psn, req->read_kept_high) >= 0)
 		req->read_kept_high = srnic_psn_add(pkt->psn, 1);
-	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_READ_KEPT);
+	srnic_qp_count(qp, SRNIC_CNT_RX_READ_KEPT);
 	if (req->read_kept_count >= SRNIC_REQ_SACK_THRESHOLD &&
 	    srnic_psn_cmp(req->read_asked_to, expect) <= 0)
 		srnic_req_read_ask(qp, head, hw, expect);
@@ -1712,8 +1669,7 @@ void srnic_req_rx_response(struct srnic_qp *qp, struct sk_buff *skb)
 	}
 out:
 	if (!ok)
-		srnic_count(to_srnic_dev(qp->ibqp.device),
-			    SRNIC_CNT_RX_DROP_UNEXPECTED);
+		srnic_qp_count(qp, SRNIC_CNT_RX_DROP_UNEXPECTED);
 	consume_skb(skb);
 }
 
@@ -1729,7 +1685,7 @@ static void srnic_req_timeout(struct srnic_qp *qp)
 	if (!srnic_req_outstanding(qp) || req->rnr_waiting)
 		return;
 	trace_srnic_ack_timeout(&qp->ibqp, req->una_psn, req->retries_left);
-	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_TIMEOUTS);
+	srnic_qp_count(qp, SRNIC_CNT_TIMEOUTS);
 	if (!req->retries_left) {
 		srnic_req_fail_head(qp, IB_WC_RETRY_EXC_ERR);
 		return;
@@ -1901,6 +1857,7 @@ void srnic_req_start(struct srnic_qp *qp)
 	struct srnic_req *req = &qp->req;
 
 	req->next_psn = qp->attrs.sq_psn;
+	req->capture_psn = qp->attrs.sq_psn;
 	req->send_psn = qp->attrs.sq_psn;
 	req->una_psn = qp->attrs.sq_psn;
 	req->high_psn = qp->attrs.sq_psn;

@@ -48,9 +48,6 @@
 #include "srnic_trace.h"
 #include "srnic_wire.h"
 
-/* AETH credit count meaning "no end-to-end flow control". */
-#define SRNIC_AETH_CREDITS_UNLIMITED 0x1f
-
 enum srnic_resp_verdict {
 	SRNIC_RESP_OK,		/* executed: epsn moves on */
 	SRNIC_RESP_RNR,		/* RNR NAK sent: the requester retries */
@@ -155,15 +152,6 @@ static u8 srnic_resp_opcode(struct srnic_qp *qp, u8 op)
 			    SRNIC_TRANSPORT_RC, op);
 }
 
-static u32 srnic_aeth(u8 type, u8 value, u32 msn)
-{
-	u8 syndrome = FIELD_PREP(SRNIC_AETH_SYNDROME_TYPE_MASK, type) |
-		      (value & SRNIC_AETH_SYNDROME_VALUE_MASK);
-
-	return FIELD_PREP(SRNIC_AETH_SMSN_SYNDROME_MASK, syndrome) |
-	       (msn & SRNIC_AETH_SMSN_MSN_MASK);
-}
-
 /*
  * An ACK or NAK; @sr_run, if not 0, makes it a selective NAK's. An ACK
  * to a requester that offers selective repeat says this responder does it
@@ -217,11 +205,11 @@ static void srnic_resp_flush_sack(struct srnic_qp *qp)
 		resp->sack_len = 0;
 		return;
 	}
-	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_TX_NAK_SELECTIVE);
+	srnic_qp_count(qp, SRNIC_CNT_TX_NAK_SELECTIVE);
 	srnic_resp_send_aeth(qp, resp->epsn,
-			     srnic_aeth(SRNIC_AETH_NAK,
-					SRNIC_NAK_PSN_SEQUENCE_ERROR,
-					resp->sack_start), resp->sack_len);
+			     srnic_aeth_smsn(SRNIC_AETH_NAK,
+					     SRNIC_NAK_PSN_SEQUENCE_ERROR,
+					     resp->sack_start), resp->sack_len);
 	resp->sack_len = 0;
 }
 
@@ -289,7 +277,7 @@ static bool srnic_resp_ooo_keep(struct srnic_qp *qp, struct sk_buff *skb,
 			 * sends one after a timeout to learn that the
 			 * expected PSN is still missing.
 			 */
-			srnic_count(sdev, SRNIC_CNT_RX_DUPLICATE);
+			srnic_qp_count(qp, SRNIC_CNT_RX_DUPLICATE);
 			kfree_skb(skb);
 			copy = true;
 		} else {
@@ -303,7 +291,7 @@ static bool srnic_resp_ooo_keep(struct srnic_qp *qp, struct sk_buff *skb,
 		}
 		*slot = skb;
 		resp->ooo_count++;
-		srnic_count(sdev, SRNIC_CNT_RX_OOO_KEPT);
+		srnic_qp_count(qp, SRNIC_CNT_RX_OOO_KEPT);
 	}
 	if (resp->sack_len && resp->sack_len < SRNIC_SR_RUN_MAX &&
 	    pkt->psn == srnic_psn_add(resp->sack_start, resp->sack_len)) {
@@ -375,22 +363,20 @@ void srnic_resp_flush_ack(struct srnic_qp *qp)
 		resp->ack_pending = false;
 		srnic_resp_send_aeth(qp,
 				     srnic_psn_add(resp->epsn, SRNIC_PSN_MASK),
-				     srnic_aeth(SRNIC_AETH_ACK,
-						SRNIC_AETH_CREDITS_UNLIMITED,
-						resp->msn), 0);
+				     srnic_aeth_smsn(SRNIC_AETH_ACK,
+						     SRNIC_AETH_CREDITS_UNLIMITED,
+						     resp->msn), 0);
 	}
 	srnic_resp_flush_sack(qp);
 }
 
 static void srnic_resp_nak(struct srnic_qp *qp, u32 psn, u8 type, u8 value)
 {
-	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
-
 	srnic_resp_flush_ack(qp);
-	srnic_count(sdev, type == SRNIC_AETH_RNR_NAK ? SRNIC_CNT_TX_NAK_RNR :
-		    value == SRNIC_NAK_PSN_SEQUENCE_ERROR ?
-		    SRNIC_CNT_TX_NAK_SEQ : SRNIC_CNT_TX_NAK_OTHER);
-	srnic_resp_send_aeth(qp, psn, srnic_aeth(type, value, qp->resp.msn), 0);
+	srnic_qp_count(qp, type == SRNIC_AETH_RNR_NAK ? SRNIC_CNT_TX_NAK_RNR :
+		       value == SRNIC_NAK_PSN_SEQUENCE_ERROR ?
+		       SRNIC_CNT_TX_NAK_SEQ : SRNIC_CNT_TX_NAK_OTHER);
+	srnic_resp_send_aeth(qp, psn, srnic_aeth_smsn(type, value, qp->resp.msn), 0);
 	trace_srnic_nak_send(&qp->ibqp, psn, type, value);
 }
 
@@ -565,8 +551,7 @@ static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
 		return SRNIC_RESP_OK;
 	if (srnic_resp_rq_take(qp, resp->xsrq, resp->rwqe, 0)) {
 		if (!srnic_qp_acked(qp)) {
-			srnic_count(to_srnic_dev(qp->ibqp.device),
-				    SRNIC_CNT_RX_DROP_NO_RECV_WQE);
+			srnic_qp_count(qp, SRNIC_CNT_RX_DROP_NO_RECV_WQE);
 			return SRNIC_RESP_DROP;
 		}
 		srnic_resp_nak(qp, pkt->psn, SRNIC_AETH_RNR_NAK,
@@ -889,8 +874,8 @@ static void srnic_resp_send_atomic_ack(struct srnic_qp *qp, u32 psn, u64 orig)
 	struct srnic_txd txd = {
 		.opcode = srnic_resp_opcode(qp, SRNIC_OP_ATOMIC_ACK),
 		.psn = psn,
-		.aeth = srnic_aeth(SRNIC_AETH_ACK, SRNIC_AETH_CREDITS_UNLIMITED,
-				   qp->resp.msn),
+		.aeth = srnic_aeth_smsn(SRNIC_AETH_ACK, SRNIC_AETH_CREDITS_UNLIMITED,
+					qp->resp.msn),
 		.orig = orig,
 	};
 
@@ -1023,8 +1008,7 @@ static void srnic_resp_atomic_duplicate(struct srnic_qp *qp,
 		}
 	}
 	/* Too old to be asked for again (class D): dropped. */
-	srnic_count(to_srnic_dev(qp->ibqp.device),
-		    SRNIC_CNT_RX_DROP_UNEXPECTED);
+	srnic_qp_count(qp, SRNIC_CNT_RX_DROP_UNEXPECTED);
 }
 
 /* Is @pkt a valid next packet given the message being received? */
@@ -1074,7 +1058,7 @@ static enum srnic_resp_verdict srnic_resp_execute(struct srnic_qp *qp,
 static void srnic_resp_duplicate(struct srnic_qp *qp, struct sk_buff *skb,
 				 const struct srnic_pkt *pkt)
 {
-	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_DUPLICATE);
+	srnic_qp_count(qp, SRNIC_CNT_RX_DUPLICATE);
 	if (pkt->flags & SRNIC_OPF_READ) {
 		srnic_resp_start_read(qp, skb, pkt);
 		return;
@@ -1158,7 +1142,7 @@ bool srnic_resp_went_back(struct srnic_qp *qp)
 	if (!dup || (skb_queue_empty(&stale) && !resp->reading))
 		return false;
 
-	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_DROP_STALE);
+	srnic_qp_count(qp, SRNIC_CNT_RX_DROP_STALE);
 	/* Each was received, good or not: count it so. */
 	skb_queue_walk(&stale, skb)
 		srnic_rx_icrc_checked(qp, skb);
@@ -1180,7 +1164,7 @@ static void srnic_resp_uc_drop(struct srnic_qp *qp,
 {
 	struct srnic_resp *resp = &qp->resp;
 
-	srnic_count(to_srnic_dev(qp->ibqp.device), SRNIC_CNT_RX_DROP_UC);
+	srnic_qp_count(qp, SRNIC_CNT_RX_DROP_UC);
 	srnic_resp_end_message(qp);
 	resp->drop_msg = !(pkt->flags & SRNIC_OPF_LAST);
 	resp->epsn = srnic_psn_add(pkt->psn, 1);
@@ -1202,13 +1186,11 @@ static bool srnic_resp_uc_accept(struct srnic_qp *qp,
 	int cmp = srnic_psn_cmp(pkt->psn, resp->epsn);
 
 	if (cmp < 0) {
-		srnic_count(to_srnic_dev(qp->ibqp.device),
-			    SRNIC_CNT_RX_DUPLICATE);
+		srnic_qp_count(qp, SRNIC_CNT_RX_DUPLICATE);
 		return false;
 	}
 	if (cmp > 0)
-		srnic_count(to_srnic_dev(qp->ibqp.device),
-			    SRNIC_CNT_RX_OUT_OF_SEQUENCE);
+		srnic_qp_count(qp, SRNIC_CNT_RX_OUT_OF_SEQUENCE);
 	else if (!resp->drop_msg && srnic_resp_sequence_ok(qp, pkt))
 		return true;
 	if (!(pkt->flags & SRNIC_OPF_FIRST)) {
@@ -1216,8 +1198,7 @@ static bool srnic_resp_uc_accept(struct srnic_qp *qp,
 		return false;
 	}
 	if (resp->msg != SRNIC_RESP_IDLE)
-		srnic_count(to_srnic_dev(qp->ibqp.device),
-			    SRNIC_CNT_RX_DROP_UC);
+		srnic_qp_count(qp, SRNIC_CNT_RX_DROP_UC);
 	srnic_resp_end_message(qp);
 	resp->drop_msg = false;
 	resp->epsn = pkt->psn;
@@ -1276,8 +1257,7 @@ void srnic_resp_rx_request(struct srnic_qp *qp, struct sk_buff *skb)
 			READ_ONCE(to_srnic_dev(qp->ibqp.device)->selective_repeat);
 	cmp = srnic_psn_cmp(pkt->psn, resp->epsn);
 	if (cmp > 0) {
-		srnic_count(to_srnic_dev(qp->ibqp.device),
-			    SRNIC_CNT_RX_OUT_OF_SEQUENCE);
+		srnic_qp_count(qp, SRNIC_CNT_RX_OUT_OF_SEQUENCE);
 		if (resp->sr_peer && srnic_resp_ooo_keep(qp, skb, pkt))
 			return;		/* the requester is srnic's (RC) */
 		if (!resp->nak_seq_sent) {
@@ -1393,9 +1373,9 @@ bool srnic_resp_run(struct srnic_qp *qp, unsigned int budget)
 			break;
 		txd = (struct srnic_txd) {
 			.psn = resp->read_psn,
-			.aeth = srnic_aeth(SRNIC_AETH_ACK,
-					   SRNIC_AETH_CREDITS_UNLIMITED,
-					   resp->msn),
+			.aeth = srnic_aeth_smsn(SRNIC_AETH_ACK,
+						SRNIC_AETH_CREDITS_UNLIMITED,
+						resp->msn),
 			.mr = resp->read_mr,
 			.offset = resp->read_va,
 			.len = min(mtu, resp->read_left),

@@ -24,6 +24,49 @@ u32 srnic_qp_mtu(struct srnic_qp *qp)
 	return ib_mtu_enum_to_int(qp->attrs.mtu ? qp->attrs.mtu : IB_MTU_256);
 }
 
+/**
+ * srnic_tx_req_opcode() - the BTH opcode of a request packet (RC's
+ * transport bits are 0)
+ * @wr_opcode: its WQE's opcode (enum ib_wr_opcode, SRNIC_WR_ATOMIC_WRITE)
+ * @first: the packet is its message's first
+ * @last: and its last
+ */
+u8 srnic_tx_req_opcode(unsigned int wr_opcode, bool first, bool last)
+{
+	bool imm = wr_opcode == IB_WR_SEND_WITH_IMM ||
+		   wr_opcode == IB_WR_RDMA_WRITE_WITH_IMM;
+	bool inv = wr_opcode == IB_WR_SEND_WITH_INV;
+
+	if (wr_opcode == IB_WR_RDMA_READ)
+		return SRNIC_OP_READ_REQUEST;
+	if (wr_opcode == IB_WR_ATOMIC_CMP_AND_SWP)
+		return SRNIC_OP_CMP_SWAP;
+	if (wr_opcode == IB_WR_ATOMIC_FETCH_AND_ADD)
+		return SRNIC_OP_FETCH_ADD;
+	/* One packet: its 8 bytes are the WQE's inline data. */
+	if (wr_opcode == SRNIC_WR_ATOMIC_WRITE)
+		return SRNIC_OP_ATOMIC_WRITE;
+	if (wr_opcode == IB_WR_SEND || wr_opcode == IB_WR_SEND_WITH_IMM ||
+	    inv) {
+		if (first && last)
+			return imm ? SRNIC_OP_SEND_ONLY_IMM :
+			       inv ? SRNIC_OP_SEND_ONLY_INV : SRNIC_OP_SEND_ONLY;
+		if (first)
+			return SRNIC_OP_SEND_FIRST;
+		if (last)
+			return imm ? SRNIC_OP_SEND_LAST_IMM :
+			       inv ? SRNIC_OP_SEND_LAST_INV : SRNIC_OP_SEND_LAST;
+		return SRNIC_OP_SEND_MIDDLE;
+	}
+	if (first && last)
+		return imm ? SRNIC_OP_WRITE_ONLY_IMM : SRNIC_OP_WRITE_ONLY;
+	if (first)
+		return SRNIC_OP_WRITE_FIRST;
+	if (last)
+		return imm ? SRNIC_OP_WRITE_LAST_IMM : SRNIC_OP_WRITE_LAST;
+	return SRNIC_OP_WRITE_MIDDLE;
+}
+
 /*
  * Payloads this long or longer, of a multiple of 4 bytes (no pad), leave
  * as fragments of their own pages (srnic_tx_attach()) rather than copied
@@ -110,7 +153,8 @@ static int srnic_tx_attach(const struct srnic_txd *txd, struct sk_buff *skb)
 
 /**
  * srnic_tx_build() - build one packet of the QP (RC, UC, XRC with XRCETH, or
- * UD with DETH) and send it
+ * UD with DETH) and send it, or for a local delivery's capture
+ * (@txd->capture_ifindex) only show it (srnic_tx_capture_local())
  * @qp: the sending QP, its path resolved
  * @txd: what the packet holds; the payload bytes must lie within @txd's
  *	 source (checked when the SGL or MR was resolved)
@@ -137,10 +181,11 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 	u8 *p;
 	int err;
 
-	trace_srnic_packet_tx(qp->ibqp.device, qp->ibqp.qp_num, dqpn,
-			      txd->opcode, txd->psn, txd->len);
+	if (!txd->capture_ifindex)
+		trace_srnic_packet_tx(qp->ibqp.device, qp->ibqp.qp_num, dqpn,
+				      txd->opcode, txd->psn, txd->len);
 	/* One fragment stays free for the ICRC (srnic_tx_send()). */
-	if (txd->len >= SRNIC_TX_ATTACH_MIN && !pad) {
+	if (txd->len >= SRNIC_TX_ATTACH_MIN && !pad && !txd->capture_ifindex) {
 		err = srnic_tx_attach(txd, NULL);
 		attach = err > 0 && err < MAX_SKB_FRAGS;
 	}
@@ -153,7 +198,7 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 			     txd->len && srnic_engine_task_may_sleep(&qp->task) ?
 			     GFP_KERNEL : GFP_ATOMIC);
 	if (!skb) {
-		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+		srnic_qp_count(qp, SRNIC_CNT_TX_ERRORS);
 		return -ENOMEM;
 	}
 	bth = (struct srnic_bth *)skb->data;
@@ -230,16 +275,21 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 		/* An ODP page the process does not have: no packet. */
 		if (err) {
 			kfree_skb(skb);
-			srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+			srnic_qp_count(qp, SRNIC_CNT_TX_ERRORS);
 			return -EFAULT;
 		}
 		memset(p + txd->len, 0, pad);
 	}
 
-	err = srnic_tx_send(sdev, skb, txd->path ? txd->path : &qp->path,
+	if (txd->capture_ifindex) {
+		srnic_tx_capture_local(sdev, skb, &qp->path, txd->sport,
+				       hdr_len, txd->capture_ifindex);
+		return 0;
+	}
+	err = srnic_tx_send(sdev, qp, skb, txd->path ? txd->path : &qp->path,
 			    txd->sport, hdr_len, batch);
 	if (err)
-		srnic_count(sdev, SRNIC_CNT_TX_ERRORS);
+		srnic_qp_count(qp, SRNIC_CNT_TX_ERRORS);
 	return err;
 }
 

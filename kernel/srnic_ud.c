@@ -210,11 +210,11 @@ static void srnic_ud_rx(struct srnic_qp *qp, struct sk_buff *skb)
 	struct srnic_cqe cqe;
 
 	if (be32_to_cpu(deth->qkey) != READ_ONCE(qp->attrs.qkey)) {
-		srnic_count(sdev, SRNIC_CNT_RX_DROP_BAD_QKEY);
+		srnic_qp_count(qp, SRNIC_CNT_RX_DROP_BAD_QKEY);
 		return;
 	}
 	if (!srnic_rq_take(qp, rwqe)) {
-		srnic_count(sdev, SRNIC_CNT_RX_DROP_NO_RECV_WQE);
+		srnic_qp_count(qp, SRNIC_CNT_RX_DROP_NO_RECV_WQE);
 		return;
 	}
 	/* A datagram a ping-pong answers: its doorbells are no stream. */

@@ -516,6 +516,49 @@ static ssize_t multipath_store(struct device *device,
 }
 static DEVICE_ATTR_RW(multipath);
 
+/*
+ * The capture netdev (srnic_capture.c): 1 makes it, 0 removes it; 0 when
+ * the device is created.
+ */
+static ssize_t capture_show(struct device *device,
+			    struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n",
+			  !!rcu_access_pointer(srnic_attr_dev(device)->capture));
+}
+
+static ssize_t capture_store(struct device *device,
+			     struct device_attribute *attr, const char *buf,
+			     size_t count)
+{
+	struct srnic_dev *sdev = srnic_attr_dev(device);
+	bool on;
+	int err;
+
+	err = kstrtobool(buf, &on);
+	if (err)
+		return err;
+	if (!on) {
+		srnic_capture_stop(sdev);
+		return count;
+	}
+	err = srnic_capture_start(sdev);
+	if (err)
+		return err;
+	/* The provider's direct path would carry messages unseen. */
+	srnic_direct_revoke_all(sdev);
+	return count;
+}
+static DEVICE_ATTR_RW(capture);
+
+/* The capture netdev's name; empty while there is none. */
+static ssize_t capture_netdev_show(struct device *device,
+				   struct device_attribute *attr, char *buf)
+{
+	return srnic_capture_netdev_name(srnic_attr_dev(device), buf);
+}
+static DEVICE_ATTR_RO(capture_netdev);
+
 static struct attribute *srnic_dev_attributes[] = {
 	&dev_attr_srnic_abi_version.attr,
 	&dev_attr_srnic_ucontext.attr,
@@ -523,6 +566,8 @@ static struct attribute *srnic_dev_attributes[] = {
 	&dev_attr_ecn.attr,
 	&dev_attr_selective_repeat.attr,
 	&dev_attr_multipath.attr,
+	&dev_attr_capture.attr,
+	&dev_attr_capture_netdev.attr,
 	NULL,
 };
 
@@ -718,6 +763,11 @@ const struct ib_device_ops srnic_dev_ops = {
 	.alloc_ucontext = srnic_alloc_ucontext,
 	.alloc_xrcd = srnic_alloc_xrcd,
 	.attach_mcast = srnic_attach_mcast,
+	.counter_alloc_stats = srnic_counter_alloc_stats,
+	.counter_bind_qp = srnic_compat_counter_bind_qp,
+	.counter_dealloc = srnic_counter_dealloc,
+	.counter_unbind_qp = srnic_compat_counter_unbind_qp,
+	.counter_update_stats = srnic_counter_update_stats,
 	.create_ah = srnic_create_ah,
 	.create_cq = srnic_compat_create_cq,
 	.create_qp = srnic_create_qp,
@@ -767,6 +817,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.rereg_user_mr = srnic_rereg_user_mr,
 	.SRNIC_OP_RESIZE_CQ = srnic_compat_resize_cq,
 	SRNIC_NEWER_DEVICE_OPS
+	SRNIC_COUNTER_INIT_OPS
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, srnic_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, srnic_cq, ibcq),

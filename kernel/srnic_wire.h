@@ -104,6 +104,19 @@ enum srnic_nak_code {
 	SRNIC_NAK_INVALID_RD_REQUEST = 4,
 };
 
+/* AETH credit count meaning "no end-to-end flow control". */
+#define SRNIC_AETH_CREDITS_UNLIMITED 0x1f
+
+/* An AETH's syndrome and MSN field: @type (enum srnic_aeth_type), @value. */
+static inline u32 srnic_aeth_smsn(u8 type, u8 value, u32 msn)
+{
+	u8 syndrome = FIELD_PREP(SRNIC_AETH_SYNDROME_TYPE_MASK, type) |
+		      (value & SRNIC_AETH_SYNDROME_VALUE_MASK);
+
+	return FIELD_PREP(SRNIC_AETH_SMSN_SYNDROME_MASK, syndrome) |
+	       (msn & SRNIC_AETH_SMSN_MSN_MASK);
+}
+
 /* Atomic Extended Transport Header: compare & swap, fetch & add */
 struct srnic_atmeth {
 	__be64 va;

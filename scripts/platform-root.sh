@@ -50,6 +50,8 @@ PACKAGES=(
 	qperf
 	# srnic's tracepoints through the operators' tools (tests/test_trace.py)
 	trace-cmd linux-perf
+	# capture netdevs read back (tests/test_capture.py)
+	tcpdump
 	# make deb inside the root, and the install suite's dpkg -i of srnic-dkms in its VM
 	debhelper dh-dkms dkms dpkg-dev fakeroot
 )

@@ -22,6 +22,8 @@ packages=(
 	qperf
 	# srnic's tracepoints through the operators' tools (tests/test_trace.py)
 	trace-cmd linux-perf
+	# capture netdevs read back (tests/test_capture.py)
+	tcpdump
 	# platform roots (scripts/platform-root.sh) and packages (make deb)
 	debootstrap dpkg-dev debhelper dh-dkms dkms fakeroot
 	# scripts/debug-kernel.sh: building a kernel from linux-source-6.1

@@ -17,7 +17,8 @@ import topology
 
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                     "Documentation", "srnic.7")
-SWITCHES = ("ecn", "selective_repeat", "multipath")
+SWITCHES = ("ecn", "selective_repeat", "multipath", "capture",
+            "capture_netdev")
 
 
 @pytest.fixture(scope="module")
