@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """pytest fixtures shared by srnic's VM suites."""
+import contextlib
 import os
 
 import pytest
@@ -152,6 +153,23 @@ class RoceDevice:
             lambda: [i for i, g, t in harness.port_gids(name)
                      if g == self.gid and t == "RoCE v2"],
             what=f"RoCE v2 GID of {addr}")[0]
+
+
+@contextlib.contextmanager
+def module_roce_device(name, addr):
+    """An srnic device NAME on a veth end with ADDR/24, its RoCE v2 GID
+    resolved (a RoceDevice), for a module-scoped fixture: a device per test
+    costs seconds each in the VM. The device and the veth go afterwards."""
+    if not harness.module_loaded():
+        harness.run("modprobe", "srnic")
+    veth = harness.Veth()
+    try:
+        harness.run("ip", "addr", "add", f"{addr}/24", "dev", veth.a)
+        harness.link_add(name, veth.a)
+        yield RoceDevice(name, veth.a, addr)
+    finally:
+        harness.link_delete(name, check=False)
+        veth.close()
 
 
 @pytest.fixture

@@ -181,25 +181,25 @@ def mac(end):
         .replace(":", ""))
 
 
-@pytest.fixture
-def one_device():
-    topo, veth = topology.build("one-device", "srnic")
+def capturing_topology(topo_id):
+    """topo_id's topology of srnic devices; their capture off afterwards."""
+    topo, veth = topology.build(topo_id, "srnic")
     try:
         yield topo
     finally:
-        harness.set_device_switch(topo.a, "capture", 0)
+        for end in {topo.a.name: topo.a, topo.b.name: topo.b}.values():
+            harness.set_device_switch(end, "capture", 0)
         topology.teardown(topo, veth)
+
+
+@pytest.fixture
+def one_device():
+    yield from capturing_topology("one-device")
 
 
 @pytest.fixture
 def two_netns():
-    topo, veth = topology.build("veth-two-netns", "srnic")
-    try:
-        yield topo
-    finally:
-        for end in (topo.a, topo.b):
-            harness.set_device_switch(end, "capture", 0)
-        topology.teardown(topo, veth)
+    yield from capturing_topology("veth-two-netns")
 
 
 def test_capture_shows_one_devices_local_delivery(one_device, tmp_path):

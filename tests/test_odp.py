@@ -710,8 +710,18 @@ def thp_always():
         f.write(old)
 
 
+@pytest.fixture(scope="module")
+def stress_exe(tmp_path_factory):
+    """scripts/odp-prefetch-stress.c, compiled once for the module (gcc
+    under TCG takes seconds)."""
+    exe = tmp_path_factory.mktemp("odp") / "odp-stress"
+    subprocess.run(["cc", "-O2", "-o", str(exe), STRESS_C, "-libverbs"],
+                   check=True)
+    return exe
+
+
 @pytest.mark.parametrize("implicit", [0, 1], ids=["explicit", "implicit"])
-def test_prefetch_races_munmap(topology, rc, tmp_path, thp_always,
+def test_prefetch_races_munmap(topology, rc, stress_exe, thp_always,
                                implicit):
     """scripts/odp-prefetch-stress.c, 50 rounds: asynchronous prefetches,
     no-fault ones among them, queued while the buffer's second half is
@@ -721,9 +731,7 @@ def test_prefetch_races_munmap(topology, rc, tmp_path, thp_always,
     one process: run once, on the topology every platform's run has."""
     if topology.id != "veth-two-netns":
         pytest.skip("one process's race: run on veth-two-netns only")
-    exe = tmp_path / "odp-stress"
-    subprocess.run(["cc", "-O2", "-o", str(exe), STRESS_C, "-libverbs"],
-                   check=True)
+    exe = stress_exe
     before = kernel_log_count("umem_odp.c")
     p = subprocess.run(rc.a.end.cmd(str(exe), "50", str(implicit), "4",
                                     "async", rc.a.end.name),

@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("pyverbs")
 import verbs_enums as e  # noqa: E402
+from conftest import module_roce_device  # noqa: E402
 from pyverbs.addr import AHAttr, GID, GlobalRoute  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
@@ -189,9 +190,21 @@ def test_other_types_unsupported(env, qp_type):
 
 # ---- state machine --------------------------------------------------------
 
+@pytest.fixture(scope="module")
+def machine_env():
+    """One device for every transition below (each test makes and closes
+    its own QP): a device per test took most of their time. srnic9 on its
+    own veth and subnet, beside the other tests' srnic0."""
+    with module_roce_device("srnic9", "198.18.9.1") as dev:
+        env = Env(dev)
+        yield env
+        env.ctx.close()
+
+
 @pytest.mark.parametrize("src,dst", list(itertools.product(
     (RESET, INIT, RTR, RTS, SQD, ERR), STATES)))
-def test_transition(env, src, dst):
+def test_transition(machine_env, src, dst):
+    env = machine_env
     qp = env.qp()
     env.walk(qp, src)
     a, mask = env.attrs_for(qp, dst)

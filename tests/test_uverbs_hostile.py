@@ -33,7 +33,7 @@ import pytest
 
 import harness
 import topology
-from conftest import RoceDevice
+from conftest import module_roce_device
 from uverbs_raw import (
     ACCESS_ALL, CTRL_CONSUMER, CTRL_FLAGS, CTRL_NOTIFY, CTRL_NOTIFY_SEQ,
     CTRL_PRODUCER, ERR, EVENT_CQ_ERR, INIT, QP_ACCESS_FLAGS, QP_PKEY_INDEX,
@@ -75,17 +75,11 @@ def assert_no_objects(names):
 def module_dev():
     """hostile0 on a veth end with an IPv4 GID, for the whole module (a
     device per test would cost seconds each in the VM)."""
-    if not harness.module_loaded():
-        harness.run("modprobe", "srnic")
-    veth = harness.Veth()
-    try:
-        harness.run("ip", "addr", "add", "198.18.9.1/24", "dev", veth.a)
-        harness.link_add("hostile0", veth.a)
-        yield RoceDevice("hostile0", veth.a, "198.18.9.1")
-    finally:
-        close_all()
-        harness.link_delete("hostile0", check=False)
-        veth.close()
+    with module_roce_device("hostile0", "198.18.9.1") as dev:
+        try:
+            yield dev
+        finally:
+            close_all()
 
 
 @pytest.fixture
