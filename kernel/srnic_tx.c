@@ -192,10 +192,12 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 	/*
 	 * A run in a kernel consumer's atomic context may not sleep, nor may
 	 * the fatal NAK, sent under state_lock: packets without payload (ACKs,
-	 * NAKs) need no reclaim either.
+	 * NAKs) need no reclaim either. A capture's answer of a local
+	 * destination is built in its requester's run, not the @qp's.
 	 */
 	skb = srnic_tx_alloc(sdev, hdr_len + (attach ? 0 : txd->len + pad),
-			     txd->len && srnic_engine_task_may_sleep(&qp->task) ?
+			     txd->len && !txd->capture_ifindex &&
+			     srnic_engine_task_may_sleep(&qp->task) ?
 			     GFP_KERNEL : GFP_ATOMIC);
 	if (!skb) {
 		srnic_qp_count(qp, SRNIC_CNT_TX_ERRORS);
