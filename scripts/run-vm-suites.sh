@@ -4,7 +4,7 @@
 # summary line over all of them.
 # Usage: scripts/run-vm-suites.sh [--platform NAME] tests/test_X.py...
 # Suites that ask for the same vm-run options share VMs, up to SRNIC_VM_GROUP suites (default
-# 10; 1: a VM per suite) in one pytest run: a boot and pytest's start cost ~10 s each, a tenth
+# 8; 1: a VM per suite) in one pytest run: a boot and pytest's start cost ~10 s each, a tenth
 # of make check. Between suites the stack goes back to how the VM booted (tests/conftest.py,
 # harness.reset_stack()). A group's console log and junit report are named after its suites
 # (test_a.console.log for one suite; test_a..test_d for several).
@@ -52,7 +52,7 @@ for var in SRNIC_TEST_DEVICE_KIND SRNIC_TEST_WC_TIMEOUT SRNIC_TEST_TOOL_TIMEOUT 
 done
 # The groups: suites with the same options (their "# srnic-vm-run: OPTIONS" line, less
 # --timeout, which adds up), in the order given, SRNIC_VM_GROUP at most per group.
-group_size=${SRNIC_VM_GROUP:-10}
+group_size=${SRNIC_VM_GROUP:-8}
 declare -A key_groups=()
 groups=() group_opts=() group_timeout=()
 for suite in "$@"; do
