@@ -7,9 +7,9 @@ over an RC exchange between two srnic devices in two netns, read back with
 
 The exchange: a QP pair connects (MR registrations, QP states), a SENDs 4
 KiB to b (doorbell, WQE start, packets out and in, ACK, completions), a
-WRITEs 2 x 64 KiB through a netem that marks a fifth of its ECN-capable
-packets Congestion Experienced (b sends CNPs, a receives them and cuts its
-rate), a SENDs before b posts a receive (b's RNR NAK, a's RNR wait), a
+WRITEs 64 KiB (twice, or until b sent a CNP) through a netem that marks a
+fifth of its ECN-capable skbs Congestion Experienced (b sends CNPs, a
+receives them and cuts its rate), a SENDs before b posts a receive (b's RNR NAK, a's RNR wait), a
 WRITEs while b sends nothing (a's ACK timeout, go-back-N retransmission),
 and the pair closes (MRs deregistered). Every event must name the right
 device, QP, PSN, opcode and length.
@@ -116,12 +116,18 @@ def exchange(topo):
                                "nud", "permanent"))
         harness.run(*topo.a.cmd("tc", "qdisc", "add", "dev", topo.a.netdev,
                                 "root", "netem", "loss", "20%", "ecn"))
+        cnps = harness.link_counters(topo.b)["np_cnp_sent"]
         try:
-            for n in range(2):
+            # netem marks a fifth of the skbs it sees, and a batch of
+            # packets is one skb: WRITEs until b has sent a CNP (two
+            # mostly; none marked in one CI run), at most 16.
+            for n in range(16):
                 a.qp.post_send(send_wr(0x3000 + n, e.IBV_WR_RDMA_WRITE,
                                        [sge(src, 0, WRITE_SIZE)],
                                        remote=(dst, 0)))
                 check_ok(a.poll()[0], 0x3000 + n, e.IBV_WC_RDMA_WRITE)
+                if n and harness.link_counters(topo.b)["np_cnp_sent"] > cnps:
+                    break
         finally:
             harness.run(*topo.a.cmd("tc", "qdisc", "del", "dev",
                                     topo.a.netdev, "root"))
