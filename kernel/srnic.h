@@ -459,6 +459,8 @@ struct srnic_txd {
 };
 
 u8 srnic_tx_req_opcode(unsigned int wr_opcode, bool first, bool last);
+void srnic_tx_atomic_txd(const struct srnic_send_wqe *wqe,
+			 struct srnic_txd *txd);
 int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 		   struct srnic_tx_batch *batch);
 

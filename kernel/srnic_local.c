@@ -437,14 +437,8 @@ static void srnic_local_capture(struct srnic_qp *qp, struct srnic_qp *dest,
 	};
 
 	if (atomic) {
-		bool cmp_swap = wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
-
 		n = 1;
-		txd.va = wqe->atomic.remote_addr;
-		txd.rkey = wqe->atomic.rkey;
-		txd.swap_add = cmp_swap ? wqe->atomic.swap :
-					  wqe->atomic.compare_add;
-		txd.compare = cmp_swap ? wqe->atomic.compare_add : 0;
+		srnic_tx_atomic_txd(wqe, &txd);
 	} else {
 		txd.va = wqe->rdma.remote_addr;
 		txd.rkey = wqe->rdma.rkey;

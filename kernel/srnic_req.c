@@ -320,21 +320,6 @@ static bool srnic_req_read_sr(struct srnic_qp *qp);
 static void srnic_req_ack_hold(struct srnic_req *req, u32 psn);
 static void srnic_req_read_advance(struct srnic_qp *qp);
 
-/* The target and operands of an atomic's request, from its WQE. */
-static void srnic_req_atomic_txd(const struct srnic_req_wqe *rw,
-				 const struct srnic_send_wqe *wqe,
-				 struct srnic_txd *txd)
-{
-	bool cmp_swap = rw->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
-
-	txd->va = wqe->atomic.remote_addr;
-	txd->rkey = wqe->atomic.rkey;
-	/* compare_add is the compare value, or the addend. */
-	txd->swap_add = cmp_swap ? wqe->atomic.swap : wqe->atomic.compare_add;
-	txd->compare = cmp_swap ? wqe->atomic.compare_add : 0;
-	txd->ack_req = true;
-}
-
 /*
  * How many UDP source ports (paths) the requester spreads its requests
  * over: the device's multipath setting where selective repeat is on and
@@ -435,7 +420,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.ack_req = true;
 			last = true;
 		} else if (srnic_wr_is_atomic(rw->opcode)) {
-			srnic_req_atomic_txd(rw, wqe, &txd);
+			srnic_tx_atomic_txd(wqe, &txd);
 		} else {
 			txd.sgl = &req->sgl;
 			txd.offset = offset;
@@ -1214,7 +1199,7 @@ static void srnic_req_atomic_ask(struct srnic_qp *qp, u32 index,
 	if (!srnic_req_snapshot(qp, index))
 		return;
 	req->sgl_index = 0;	/* req.wqe was overwritten */
-	srnic_req_atomic_txd(rw, req->wqe, &txd);
+	srnic_tx_atomic_txd(req->wqe, &txd);
 	srnic_req_ask_send(qp, &txd, srnic_psn_add(rw->first_psn, 1));
 }
 

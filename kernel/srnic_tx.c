@@ -67,6 +67,24 @@ u8 srnic_tx_req_opcode(unsigned int wr_opcode, bool first, bool last)
 	return SRNIC_OP_WRITE_MIDDLE;
 }
 
+/**
+ * srnic_tx_atomic_txd() - the target and operands of an atomic's request
+ * @wqe: the atomic's WQE (compare & swap or fetch & add)
+ * @txd: its packet's description, filled in
+ */
+void srnic_tx_atomic_txd(const struct srnic_send_wqe *wqe,
+			 struct srnic_txd *txd)
+{
+	bool cmp_swap = wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
+
+	txd->va = wqe->atomic.remote_addr;
+	txd->rkey = wqe->atomic.rkey;
+	/* compare_add is the compare value, or the addend. */
+	txd->swap_add = cmp_swap ? wqe->atomic.swap : wqe->atomic.compare_add;
+	txd->compare = cmp_swap ? wqe->atomic.compare_add : 0;
+	txd->ack_req = true;
+}
+
 /*
  * Payloads this long or longer, of a multiple of 4 bytes (no pad), leave
  * as fragments of their own pages (srnic_tx_attach()) rather than copied
