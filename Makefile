@@ -89,7 +89,8 @@ PLATFORM_SUITES ?= tests/test_device.py tests/test_odp.py tests/test_cq.py \
 	tests/test_srp.py tests/test_rds.py tests/test_ulp_teardown.py tests/test_ecn.py \
 	tests/test_ecn_interop.py tests/test_selective_repeat.py tests/test_qp_scale.py \
 	tests/test_libfabric_ucx.py tests/test_trace.py tests/test_man.py \
-	tests/test_rdma_resource.py tests/test_qp_counters.py tests/test_capture.py
+	tests/test_rdma_resource.py tests/test_qp_counters.py tests/test_capture.py \
+	tests/test_dmabuf_mr.py
 
 # libFuzzer target over kernel/srnic_wire.c, built with clang from the kernel
 # source through the userspace shim (userspace/fuzz/fuzz_wire.cpp).

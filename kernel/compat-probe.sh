@@ -46,6 +46,13 @@ probe CREATE_CQ_ATTRS rdma/ib_verbs.h '\(\*create_cq\)\(' 'struct uverbs_attr_bu
 probe RESIZE_USER_CQ rdma/ib_verbs.h '\(\*resize_user_cq\)\('
 # 6.17: reg_user_mr takes a DMA handle.
 probe REG_USER_MR_DMAH rdma/ib_verbs.h '\(\*reg_user_mr\)\(' 'struct ib_dmah' 3
+# 6.10: reg_user_mr_dmabuf takes the uverbs attribute bundle; 6.17 also a DMA handle.
+probe REG_DMABUF_MR_ATTRS rdma/ib_verbs.h '\(\*reg_user_mr_dmabuf\)\(' 'struct uverbs_attr_bundle' 4
+probe REG_DMABUF_MR_DMAH rdma/ib_verbs.h '\(\*reg_user_mr_dmabuf\)\(' 'struct ib_dmah' 4
+# 6.2: dma_buf_vmap() wants the buffer's reservation lock held; dma_buf_vmap_unlocked() takes it.
+probe DMA_BUF_VMAP_UNLOCKED linux/dma-buf.h 'int dma_buf_vmap_unlocked\('
+# 6.13: MODULE_IMPORT_NS() takes a string literal.
+probe MODULE_IMPORT_NS_STRING linux/module.h 'define MODULE_IMPORT_NS\(ns\)[[:space:]]+MODULE_INFO\(import_ns, ns\)'
 # 7.x: the query_port_speed verb (ibv_query_port_speed, rdma-core 65).
 probe QUERY_PORT_SPEED rdma/ib_verbs.h '\(\*query_port_speed\)\('
 # 7.x: ib_umem_get() became ib_umem_get_va().

@@ -215,6 +215,9 @@ struct ib_mr *srnic_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *srnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 			      struct ib_dm_mr_attr *attr,
 			      struct uverbs_attr_bundle *attrs);
+struct ib_mr *srnic_reg_dmabuf_mr(struct ib_pd *ibpd, u64 offset, u64 length,
+				  u64 iova, int fd, int access,
+				  struct ib_udata *udata);
 struct ib_mr *srnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 			     u32 max_num_sg);
 int srnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,

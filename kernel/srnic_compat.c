@@ -41,6 +41,30 @@ struct ib_mr *srnic_compat_reg_user_mr(struct ib_pd *ibpd, u64 start,
 }
 #endif
 
+#if defined(SRNIC_HAVE_REG_DMABUF_MR_DMAH)
+/* 6.17: a DMA handle, as for reg_user_mr. */
+struct ib_mr *srnic_compat_reg_dmabuf_mr(struct ib_pd *ibpd, u64 offset,
+					 u64 length, u64 virt_addr, int fd,
+					 int access, struct ib_dmah *dmah,
+					 struct uverbs_attr_bundle *attrs)
+{
+	if (dmah)
+		return ERR_PTR(-EOPNOTSUPP);
+	return srnic_reg_dmabuf_mr(ibpd, offset, length, virt_addr, fd, access,
+				   attrs ? &attrs->driver_udata : NULL);
+}
+#elif defined(SRNIC_HAVE_REG_DMABUF_MR_ATTRS)
+/* 6.10: the udata comes in the uverbs attribute bundle. */
+struct ib_mr *srnic_compat_reg_dmabuf_mr(struct ib_pd *ibpd, u64 offset,
+					 u64 length, u64 virt_addr, int fd,
+					 int access,
+					 struct uverbs_attr_bundle *attrs)
+{
+	return srnic_reg_dmabuf_mr(ibpd, offset, length, virt_addr, fd, access,
+				   attrs ? &attrs->driver_udata : NULL);
+}
+#endif
+
 #ifdef SRNIC_HAVE_QUERY_PORT_SPEED
 /*
  * 7.x: the port's rate in 100 Mb/s units (struct ib_port_speed_info's), from

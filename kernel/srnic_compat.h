@@ -17,8 +17,10 @@
 #ifndef SRNIC_COMPAT_H
 #define SRNIC_COMPAT_H
 
+#include <linux/dma-buf.h>
 #include <linux/hrtimer.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/netdevice.h>
 #include <linux/pid.h>
 #include <linux/rcupdate.h>
@@ -129,6 +131,30 @@ int srnic_query_port_speed(struct ib_device *ibdev, u32 port_num, u64 *speed);
 #define SRNIC_NEWER_DEVICE_OPS .query_port_speed = srnic_query_port_speed,
 #else
 #define SRNIC_NEWER_DEVICE_OPS
+#endif
+/* 6.10: reg_user_mr_dmabuf's uverbs attribute bundle; 6.17: its DMA handle. */
+#if defined(SRNIC_HAVE_REG_DMABUF_MR_DMAH)
+struct ib_mr *srnic_compat_reg_dmabuf_mr(struct ib_pd *ibpd, u64 offset,
+					 u64 length, u64 virt_addr, int fd,
+					 int access, struct ib_dmah *dmah,
+					 struct uverbs_attr_bundle *attrs);
+#elif defined(SRNIC_HAVE_REG_DMABUF_MR_ATTRS)
+struct ib_mr *srnic_compat_reg_dmabuf_mr(struct ib_pd *ibpd, u64 offset,
+					 u64 length, u64 virt_addr, int fd,
+					 int access,
+					 struct uverbs_attr_bundle *attrs);
+#else
+#define srnic_compat_reg_dmabuf_mr srnic_reg_dmabuf_mr
+#endif
+/* Before 6.2 dma_buf_vmap() took the lock that its _unlocked form takes now. */
+#ifndef SRNIC_HAVE_DMA_BUF_VMAP_UNLOCKED
+#define dma_buf_vmap_unlocked dma_buf_vmap
+#define dma_buf_vunmap_unlocked dma_buf_vunmap
+#endif
+/* Before 6.13 MODULE_IMPORT_NS() took a bare name and made it a string. */
+#ifndef SRNIC_HAVE_MODULE_IMPORT_NS_STRING
+#undef MODULE_IMPORT_NS
+#define MODULE_IMPORT_NS(ns) MODULE_INFO(import_ns, ns)
 #endif
 #ifdef SRNIC_HAVE_REG_USER_MR_DMAH
 struct ib_mr *srnic_compat_reg_user_mr(struct ib_pd *ibpd, u64 start,

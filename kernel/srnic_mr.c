@@ -15,9 +15,11 @@
  * paging MR pins nothing: its pages are found, and faulted in, at each
  * access (srnic_odp.c), under a lock that srnic_mr_unmap_page() drops.
  * A DM MR's page array lists (and references) the pages of the device
- * memory allocation (srnic_dm.c) it was registered on.
+ * memory allocation (srnic_dm.c) it was registered on, and a dma-buf MR the
+ * pages behind its exporter's CPU mapping of the buffer.
  */
 
+#include <linux/dma-buf.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/random.h>
@@ -28,6 +30,9 @@
 
 #include "srnic.h"
 #include "srnic_trace.h"
+
+/* dma_buf_get() and the CPU mapping of a dma-buf MR (srnic_reg_dmabuf_mr()). */
+MODULE_IMPORT_NS("DMA_BUF");
 
 /* The access flags srnic implements (MW_BIND: srnic_mw.c). */
 #define SRNIC_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
@@ -119,10 +124,15 @@ static void srnic_mr_free(struct srnic_mr *mr)
 		srnic_odp_release(mr);
 	if (mr->umem)
 		ib_umem_release(mr->umem);
-	if (mr->type == SRNIC_MR_DM)
+	if (mr->type == SRNIC_MR_DM || mr->type == SRNIC_MR_DMABUF)
 		for (i = 0; i < mr->num_pages; i++)
 			put_page(mr->pages[i]);
 	kvfree(mr->pages);
+	if (mr->dmabuf) {
+		if (!iosys_map_is_null(&mr->dmabuf_map))
+			dma_buf_vunmap_unlocked(mr->dmabuf, &mr->dmabuf_map);
+		dma_buf_put(mr->dmabuf);
+	}
 	if (mr->owner_cred) {
 		put_cred(mr->owner_cred);
 		put_pid(mr->owner_tgid);
@@ -387,10 +397,11 @@ struct ib_mr *srnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	if (!flags)
 		return NULL;
 	/*
-	 * ODP MRs are registered anew (dereg, reg) instead; a DM MR's memory
-	 * is not the process's to re-pin.
+	 * ODP MRs are registered anew (dereg, reg) instead; a DM or dma-buf
+	 * MR's memory is not the process's to re-pin.
 	 */
-	if (old->type == SRNIC_MR_ODP || old->type == SRNIC_MR_DM)
+	if (old->type == SRNIC_MR_ODP || old->type == SRNIC_MR_DM ||
+	    old->type == SRNIC_MR_DMABUF)
 		return ERR_PTR(-EOPNOTSUPP);
 	if (old->type != SRNIC_MR_USER)
 		return ERR_PTR(-EINVAL);
@@ -532,6 +543,124 @@ struct ib_mr *srnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	mr->valid = true;
 
 	return srnic_mr_publish_or_free(to_srnic_dev(ibpd->device), mr);
+
+err_free_mr:
+	srnic_mr_free(mr);
+	return ERR_PTR(err);
+}
+
+/*
+ * The page behind @addr of a dma-buf's CPU mapping: exporters map system
+ * memory with vmap() or give its linear-map address; anything else (I/O
+ * memory, a PFN map without pages) is NULL.
+ */
+static struct page *srnic_dmabuf_page(void *addr)
+{
+	if (is_vmalloc_addr(addr))
+		return vmalloc_to_page(addr);
+	if (virt_addr_valid(addr))
+		return virt_to_page(addr);
+	return NULL;
+}
+
+/**
+ * srnic_reg_dmabuf_mr() - the reg_user_mr_dmabuf verb: an MR on a dma-buf
+ * @ibpd: PD to register in
+ * @offset: first byte of the buffer the MR covers
+ * @length: bytes
+ * @iova: address the MR's users give for @offset
+ * @fd: the dma-buf's file descriptor, in the caller's file table
+ * @access: IB_ACCESS_* flags (no on-demand paging)
+ * @udata: no srnic data in either direction
+ *
+ * srnic is a CPU: it reaches the buffer as a CPU does, through the
+ * exporter's kernel mapping (dma_buf_vmap()), not through a DMA attachment
+ * (it has no DMA device). A mapped buffer stays where it is until it is
+ * unmapped, so the MR needs no move notifications: it holds the mapping,
+ * a reference on the dma-buf and one on each page behind the mapping until
+ * it is freed, and copies through those pages as for any other MR (udmabuf,
+ * the dma-buf heaps, vgem and GEM shmem objects are system memory). A
+ * buffer in I/O memory (a GPU's VRAM) has no pages and is refused.
+ *
+ * Return: the MR, or ERR_PTR(-EINVAL) for a range outside the buffer, a
+ * zero, too large or wrapping one, or an invalid flag combination; -EBADF
+ * (or -EINVAL) for an @fd that is no dma-buf; -EOPNOTSUPP for flags srnic
+ * does not implement or a buffer the CPU cannot reach by pages; -ENOMEM,
+ * or the exporter's error from dma_buf_vmap().
+ */
+struct ib_mr *srnic_reg_dmabuf_mr(struct ib_pd *ibpd, u64 offset, u64 length,
+				  u64 iova, int fd, int access,
+				  struct ib_udata *udata)
+{
+	struct ib_device *ibdev = ibpd->device;
+	struct dma_buf *dmabuf;
+	unsigned long first, i;
+	struct srnic_mr *mr;
+	int err;
+
+	err = srnic_mr_check_access(access, 0);
+	if (!err && udata)
+		err = srnic_udata_check_tail(udata, 0);
+	if (!err)
+		err = srnic_mr_check_range(iova, length);
+	if (err)
+		return ERR_PTR(err);
+
+	dmabuf = dma_buf_get(fd);
+	if (IS_ERR(dmabuf))
+		return ERR_CAST(dmabuf);
+	if (offset > dmabuf->size || length > dmabuf->size - offset) {
+		dma_buf_put(dmabuf);
+		return ERR_PTR(-EINVAL);
+	}
+	mr = srnic_mr_alloc(ibpd, SRNIC_MR_DMABUF, access);
+	if (!mr) {
+		dma_buf_put(dmabuf);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr->dmabuf = dmabuf;	/* srnic_mr_free() puts it */
+
+	if (!dmabuf->ops->vmap) {
+		ibdev_dbg(ibdev, "dma-buf of %s has no CPU mapping\n",
+			  dmabuf->exp_name);
+		err = -EOPNOTSUPP;
+		goto err_free_mr;
+	}
+	err = dma_buf_vmap_unlocked(dmabuf, &mr->dmabuf_map);
+	if (err)
+		goto err_free_mr;
+	if (mr->dmabuf_map.is_iomem) {
+		ibdev_dbg(ibdev, "dma-buf of %s is I/O memory\n",
+			  dmabuf->exp_name);
+		err = -EOPNOTSUPP;
+		goto err_free_mr;
+	}
+
+	first = offset >> PAGE_SHIFT;
+	mr->page_offset = offset_in_page(offset);
+	mr->max_pages = DIV_ROUND_UP(mr->page_offset + length, PAGE_SIZE);
+	mr->pages = kvcalloc(mr->max_pages, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages) {
+		err = -ENOMEM;
+		goto err_free_mr;
+	}
+	for (i = 0; i < mr->max_pages; i++) {
+		struct page *page = srnic_dmabuf_page(mr->dmabuf_map.vaddr +
+						      ((first + i) << PAGE_SHIFT));
+
+		if (!page) {
+			err = -EOPNOTSUPP;
+			goto err_free_mr;
+		}
+		get_page(page);
+		mr->pages[mr->num_pages++] = page;
+	}
+
+	mr->iova = iova;
+	mr->length = length;
+	mr->valid = true;
+
+	return srnic_mr_publish_or_free(to_srnic_dev(ibdev), mr);
 
 err_free_mr:
 	srnic_mr_free(mr);

@@ -9,6 +9,7 @@
 
 #include <linux/completion.h>
 #include <linux/device.h>
+#include <linux/iosys-map.h>
 #include <linux/idr.h>
 #include <linux/in6.h>
 #include <linux/list.h>
@@ -448,6 +449,7 @@ enum srnic_mr_type {
 	SRNIC_MR_FAST_REG,	/* alloc_mr: page list from map_mr_sg */
 	SRNIC_MR_ODP,		/* reg_user_mr with IB_ACCESS_ON_DEMAND */
 	SRNIC_MR_DM,		/* reg_dm_mr: referenced device memory pages */
+	SRNIC_MR_DMABUF,	/* reg_user_mr_dmabuf: a dma-buf's CPU mapping */
 };
 
 /* Which key of an MR a lookup presents (srnic's are equal today). */
@@ -474,8 +476,11 @@ enum srnic_key_kind {
  * @iova: first address of the MR
  * @length: bytes from @iova the MR covers
  * @umem: pinned user memory (SRNIC_MR_USER)
- * @pages: one struct page per PAGE_SIZE of the MR (USER, FAST_REG, DM;
- *	   the MR holds a reference on each page of a DM MR)
+ * @dmabuf: the dma-buf of a DMABUF MR, referenced while the MR exists
+ * @dmabuf_map: its exporter's CPU mapping (dma_buf_vmap()), which keeps the
+ *		buffer in place until srnic unmaps it when the MR is freed
+ * @pages: one struct page per PAGE_SIZE of the MR (USER, FAST_REG, DM,
+ *	   DMABUF; the MR holds a reference on each page of a DM or DMABUF MR)
  * @num_pages: valid entries of @pages
  * @max_pages: capacity of @pages
  * @page_offset: offset of @iova in @pages[0]
@@ -515,6 +520,8 @@ struct srnic_mr {
 	u64 iova;
 	u64 length;
 	struct ib_umem *umem;
+	struct dma_buf *dmabuf;
+	struct iosys_map dmabuf_map;
 	struct page **pages;
 	unsigned long num_pages;
 	unsigned long max_pages;

@@ -673,6 +673,7 @@ static const char * const srnic_mr_type_names[] = {
 	[SRNIC_MR_FAST_REG] = "fast_reg",
 	[SRNIC_MR_ODP] = "odp",
 	[SRNIC_MR_DM] = "device_memory",
+	[SRNIC_MR_DMABUF] = "dmabuf",
 };
 
 /**
@@ -813,6 +814,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.query_ucontext = srnic_query_ucontext,
 	.reg_dm_mr = srnic_reg_dm_mr,
 	.reg_user_mr = srnic_compat_reg_user_mr,
+	.reg_user_mr_dmabuf = srnic_compat_reg_dmabuf_mr,
 	.req_notify_cq = srnic_req_notify_cq,
 	.rereg_user_mr = srnic_rereg_user_mr,
 	.SRNIC_OP_RESIZE_CQ = srnic_compat_resize_cq,

@@ -30,6 +30,27 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va, int acces
 	return &mr.release()->vmr.ibv_mr;
 }
 
+ibv_mr *reg_dmabuf_mr(ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+		      int access) noexcept
+{
+	std::unique_ptr<Mr> mr(new (std::nothrow) Mr{});
+	if (!mr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+#if SRNIC_RDMA_CORE_MAJOR >= 54
+	const int err = ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access, &mr->vmr,
+					      nullptr);
+#else
+	const int err = ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access, &mr->vmr);
+#endif
+	if (err) {
+		errno = err;
+		return nullptr;
+	}
+	return &mr.release()->vmr.ibv_mr;
+}
+
 int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
 	     int access) noexcept
 {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
-// Memory regions: reg_mr, rereg_mr, dereg_mr, advise_mr, import_mr/unimport_mr.
+// Memory regions: reg_mr, reg_dmabuf_mr, rereg_mr, dereg_mr, advise_mr,
+// import_mr/unimport_mr.
 // The kernel pins the pages (or, for IBV_ACCESS_ON_DEMAND, faults them in when
 // the engine touches them) and owns the keys; the provider keeps only what
 // libibverbs needs.
@@ -34,6 +35,15 @@ using RegMrResp = ib_uverbs_reg_mr_resp;
 // length or flag combination, EOPNOTSUPP for flags srnic lacks).
 [[nodiscard]] ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 			     int access) noexcept;
+
+// The reg_dmabuf_mr verb: length bytes of the dma-buf fd from offset, used at
+// iova. The kernel reaches the buffer through its exporter's CPU mapping; the
+// process has no mapping of it, so the direct path never serves this MR (the
+// registry does not know it) and the engine does. nullptr with errno set on
+// failure (EBADF for an fd that is no dma-buf, EINVAL for a range outside it,
+// EOPNOTSUPP for a buffer in I/O memory).
+[[nodiscard]] ibv_mr *reg_dmabuf_mr(ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
+				    int fd, int access) noexcept;
 
 // The rereg_mr verb (IBV_REREG_MR_CHANGE_TRANSLATION, _PD, _ACCESS; no
 // srnic data either way): lkey and rkey stay the same. Returns 0 or a

@@ -103,6 +103,7 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.query_qp = srnic::query_qp,
 	.query_srq = srnic::query_srq,
 	.reg_dm_mr = srnic::reg_dm_mr,
+	.reg_dmabuf_mr = srnic::reg_dmabuf_mr,
 	.reg_mr = srnic::reg_mr,
 	.req_notify_cq = srnic::req_notify_cq,
 	.rereg_mr = srnic::rereg_mr,
