@@ -2,7 +2,9 @@
 #include "mr.h"
 
 #include "pd.h"
+#include "uverbs_ioctl.h"
 
+#include <array>
 #include <cerrno>
 #include <memory>
 #include <new>
@@ -30,6 +32,43 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va, int acces
 	return &mr.release()->vmr.ibv_mr;
 }
 
+// UVERBS_METHOD_REG_DMABUF_MR, issued here rather than through
+// ibv_cmd_reg_dmabuf_mr(): rdma-core 54 added a parameter to that helper
+// without changing the private ABI (34) that a provider built on 44 also
+// loads into, while the ioctl is stable uapi. Fills vmr as the helper would.
+static int reg_dmabuf_mr_ioctl(ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+			       int access, verbs_mr &vmr) noexcept
+{
+	uint32_t lkey = 0;
+	uint32_t rkey = 0;
+	std::array<ib_uverbs_attr, 9> attrs = {
+		uverbs_attr_obj(UVERBS_ATTR_REG_DMABUF_MR_HANDLE, 0), // new: the kernel writes it
+		uverbs_attr_obj(UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE, pd->handle),
+		uverbs_attr_in_inline(UVERBS_ATTR_REG_DMABUF_MR_OFFSET, offset, sizeof(uint64_t)),
+		uverbs_attr_in_inline(UVERBS_ATTR_REG_DMABUF_MR_LENGTH, length, sizeof(uint64_t)),
+		uverbs_attr_in_inline(UVERBS_ATTR_REG_DMABUF_MR_IOVA, iova, sizeof(uint64_t)),
+		uverbs_attr_in_inline(UVERBS_ATTR_REG_DMABUF_MR_FD, static_cast<uint32_t>(fd),
+				      sizeof(int32_t)),
+		uverbs_attr_in_inline(UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS,
+				      static_cast<uint32_t>(access), sizeof(uint32_t)),
+		uverbs_attr_out(UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY, lkey),
+		uverbs_attr_out(UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY, rkey),
+	};
+	if (const int err = uverbs_ioctl(pd->context->cmd_fd, UVERBS_OBJECT_MR,
+					 UVERBS_METHOD_REG_DMABUF_MR, attrs))
+		return err;
+	ibv_mr &mr = vmr.ibv_mr;
+	mr.context = pd->context;
+	mr.pd = pd;
+	mr.handle = static_cast<uint32_t>(attrs[0].data);
+	mr.lkey = lkey;
+	mr.rkey = rkey;
+	mr.addr = reinterpret_cast<void *>(static_cast<uintptr_t>(offset));
+	mr.length = length;
+	vmr.mr_type = IBV_MR_TYPE_DMABUF_MR;
+	return 0;
+}
+
 ibv_mr *reg_dmabuf_mr(ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
 		      int access) noexcept
 {
@@ -38,13 +77,7 @@ ibv_mr *reg_dmabuf_mr(ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
 		errno = ENOMEM;
 		return nullptr;
 	}
-#if SRNIC_RDMA_CORE_MAJOR >= 54
-	const int err = ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access, &mr->vmr,
-					      nullptr);
-#else
-	const int err = ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access, &mr->vmr);
-#endif
-	if (err) {
+	if (const int err = reg_dmabuf_mr_ioctl(pd, offset, length, iova, fd, access, mr->vmr)) {
 		errno = err;
 		return nullptr;
 	}

@@ -429,17 +429,6 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va
 // Returns 0 or a positive errno; 0 also when the kernel already destroyed
 // the MR (device removed).
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
-// UVERBS_METHOD_REG_DMABUF_MR: fills vmr (addr is offset, type
-// IBV_MR_TYPE_DMABUF_MR). rdma-core 54 added the driver attribute chain.
-// Returns 0 or a positive errno.
-#if SRNIC_RDMA_CORE_MAJOR >= 54
-int ibv_cmd_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
-			  int fd, int access, struct verbs_mr *vmr,
-			  struct ibv_command_buffer *driver);
-#else
-int ibv_cmd_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
-			  int fd, int access, struct verbs_mr *vmr);
-#endif
 // UVERBS_METHOD_ADVISE_MR; returns 0 or a positive errno.
 int ibv_cmd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		      struct ibv_sge *sg_list, uint32_t num_sge);
