@@ -659,6 +659,9 @@ struct ib_mr *srnic_reg_dmabuf_mr(struct ib_pd *ibpd, u64 offset, u64 length,
 	mr->iova = iova;
 	mr->length = length;
 	mr->valid = true;
+	/* uverbs sets these for reg_user_mr, not for a dma-buf (rdma resource). */
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
 
 	return srnic_mr_publish_or_free(to_srnic_dev(ibdev), mr);
 

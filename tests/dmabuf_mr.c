@@ -3,7 +3,7 @@
  * dmabuf_mr: RDMA on memory registered as a dma-buf (ibv_reg_dmabuf_mr),
  * for tests/test_dmabuf_mr.py.
  *
- *   dmabuf_mr EXPORTER DEV_A GID_A DEV_B GID_B
+ *   dmabuf_mr EXPORTER DEV_A GID_A DEV_B GID_B [hold]
  *
  * EXPORTER is udmabuf (a memfd turned into a dma-buf by /dev/udmabuf) or
  * vgem (a dumb buffer of the virtual GEM driver, exported by PRIME). One RC
@@ -23,6 +23,8 @@
  *   5. a remote access past b's MR is refused (remote access error) and
  *      touches nothing.
  *
+ * With "hold", once both MRs are registered it prints "registered" and waits
+ * for a line on stdin (the suite looks at them with `rdma resource` then).
  * Prints "ok" and exits 0, or prints what failed and exits 1 (2: the
  * exporter is missing, which the suite turns into a skip).
  */
@@ -276,8 +278,8 @@ int main(int argc, char **argv)
 	uint32_t boff = 4096;	/* where in b's MR the WRITE and READ land */
 	int (*make)(struct dmabuf *);
 
-	if (argc != 6)
-		FAIL("usage: dmabuf_mr udmabuf|vgem DEV_A GID_A DEV_B GID_B");
+	if (argc != 6 && argc != 7)
+		FAIL("usage: dmabuf_mr udmabuf|vgem DEV_A GID_A DEV_B GID_B [hold]");
 	make = !strcmp(argv[1], "vgem") ? make_vgem : make_udmabuf;
 	if (make(&a.buf) || make(&b.buf)) {
 		printf("no %s exporter: %s\n", argv[1], strerror(errno));
@@ -289,6 +291,13 @@ int main(int argc, char **argv)
 	setup(&b, argv[4], atoi(argv[5]));
 	connect_qp(&a, &b);
 	connect_qp(&b, &a);
+	if (argc == 7) {
+		char line[8];
+
+		printf("registered\n");
+		fflush(stdout);
+		CHECK(fgets(line, sizeof(line), stdin), "no line on stdin");
+	}
 
 	/* 1: WRITE from a's dma-buf MR into b's. */
 	fill(a.buf.cpu + MR_OFFSET, MSG_LEN, 1);

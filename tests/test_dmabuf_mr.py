@@ -9,10 +9,12 @@ device and across two netns it moves data by RDMA WRITE from one dma-buf MR
 into another, RDMA READ back, and SEND/RECV, checking every byte through
 each process's own mapping of the buffer and the bytes around the MR; it
 checks the errnos of registrations that must fail and that a WRITE past the
-MR is refused without touching the buffer. rxe has no dma-buf MRs, so the
+MR is refused without touching the buffer; `rdma -dd resource show mr`
+names each MR's type while it is registered. rxe has no dma-buf MRs, so the
 interop topologies are left out. Debian 12's kernel is built without
 udmabuf: that exporter skips there, and vgem covers the verb.
 """
+import json
 import os
 import pathlib
 import subprocess
@@ -60,3 +62,44 @@ def test_rdma_on_dmabuf_mrs(topology, program, exporters, exporter):
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.strip() == "ok"
 
+
+
+def mrs_of(dev):
+    """rdma -j -dd resource show mr dev DEV, srnic's fields by their names."""
+    out = harness.run("rdma", "-j", "-dd", "resource", "show", "mr", "dev",
+                      dev).stdout
+    return [{k.removeprefix("drv_"): v for k, v in r.items()}
+            for r in json.loads(out or "[]")]
+
+
+@pytest.mark.check_topologies("one-device", "veth-two-netns")
+def test_rdma_resource_names_dmabuf_mrs(topology, program, exporters):
+    """Each end's dma-buf MR (256 KiB of a 1 MiB buffer, from 8 KiB in)
+    shows as type dmabuf with its 64 pages while the program holds it."""
+    if any(end.kind != "srnic" for end in (topology.a, topology.b)):
+        pytest.skip("rxe has no dma-buf MRs")
+    exporter = "vgem" if exporters["vgem"] else "udmabuf"
+    if not exporters[exporter]:
+        pytest.skip(f"this kernel ({os.uname().release}) has no dma-buf "
+                    "exporter")
+    a, b = topology.a, topology.b
+    p = subprocess.Popen([str(program), exporter, a.name, str(a.gid_index),
+                          b.name, str(b.gid_index), "hold"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "registered", p.stderr.read()
+        for dev in {a.name, b.name}:
+            ends = [e for e in (a, b) if e.name == dev]
+            found = [m for m in mrs_of(dev) if m.get("mrlen") == 256 * 1024]
+            assert len(found) == len(ends), json.dumps(mrs_of(dev))
+            for m in found:
+                assert m["type"] == "dmabuf" and m["pages"] == 64, m
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0 and out.strip() == "ok", out + err
