@@ -541,6 +541,9 @@ struct ib_mr *srnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	mr->iova = 0;
 	mr->length = attr->length;
 	mr->valid = true;
+	/* uverbs does not fill these for a DM MR (rdma resource, QUERY_MR). */
+	mr->ibmr.iova = 0;
+	mr->ibmr.length = attr->length;
 
 	return srnic_mr_publish_or_free(to_srnic_dev(ibpd->device), mr);
 
