@@ -478,6 +478,59 @@ struct ib_mr *srnic_get_dma_mr(struct ib_pd *ibpd, int access)
 	return srnic_mr_publish_or_free(to_srnic_dev(ibpd->device), mr);
 }
 
+/*
+ * The page behind @addr of a kernel mapping: vmap()ed memory (a DM buffer,
+ * most dma-buf exporters' CPU mappings) or the linear map; anything else
+ * (I/O memory, a PFN map without pages) is NULL.
+ */
+static struct page *srnic_kernel_addr_page(void *addr)
+{
+	if (is_vmalloc_addr(addr))
+		return vmalloc_to_page(addr);
+	if (virt_addr_valid(addr))
+		return virt_to_page(addr);
+	return NULL;
+}
+
+/*
+ * Give a DM or dma-buf MR [@offset, @offset + @length) of the kernel
+ * mapping at @base: its page array, a reference on each page (dropped by
+ * srnic_mr_free()), its iova (@iova) and length, valid. uverbs fills
+ * ibmr.iova and ibmr.length for reg_user_mr only, so they are set here too
+ * (rdma resource, QUERY_MR). Return: 0, -ENOMEM, or -EOPNOTSUPP for an
+ * address without a struct page.
+ */
+static int srnic_mr_take_kernel_pages(struct srnic_mr *mr, void *base,
+				      u64 offset, u64 length, u64 iova)
+{
+	unsigned long first = offset >> PAGE_SHIFT, i;
+
+	mr->page_offset = offset_in_page(offset);
+	if (length) {
+		mr->max_pages = DIV_ROUND_UP(mr->page_offset + length,
+					     PAGE_SIZE);
+		mr->pages = kvcalloc(mr->max_pages, sizeof(*mr->pages),
+				     GFP_KERNEL);
+		if (!mr->pages)
+			return -ENOMEM;
+	}
+	for (i = 0; i < mr->max_pages; i++) {
+		struct page *page =
+			srnic_kernel_addr_page(base + ((first + i) << PAGE_SHIFT));
+
+		if (!page)
+			return -EOPNOTSUPP;
+		get_page(page);
+		mr->pages[mr->num_pages++] = page;
+	}
+	mr->iova = iova;
+	mr->length = length;
+	mr->valid = true;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	return 0;
+}
+
 /**
  * srnic_reg_dm_mr() - the reg_dm_mr verb: an MR on device memory
  * @ibpd: PD to register in
@@ -500,7 +553,6 @@ struct ib_mr *srnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 			      struct uverbs_attr_bundle *attrs)
 {
 	struct srnic_dm *dm = to_srnic_dm(ibdm);
-	unsigned long first, i;
 	struct srnic_mr *mr;
 	int access;
 	int err;
@@ -518,52 +570,16 @@ struct ib_mr *srnic_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	mr = srnic_mr_alloc(ibpd, SRNIC_MR_DM, access);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
-	first = attr->offset >> PAGE_SHIFT;
-	mr->page_offset = offset_in_page(attr->offset);
-	if (attr->length) {
-		mr->max_pages = DIV_ROUND_UP(mr->page_offset + attr->length,
-					     PAGE_SIZE);
-		mr->pages = kvcalloc(mr->max_pages, sizeof(*mr->pages),
-				     GFP_KERNEL);
-		if (!mr->pages) {
-			err = -ENOMEM;
-			goto err_free_mr;
-		}
-	}
-	for (i = 0; i < mr->max_pages; i++) {
-		struct page *page =
-			vmalloc_to_page(dm->buf + ((first + i) << PAGE_SHIFT));
-
-		get_page(page);
-		mr->pages[mr->num_pages++] = page;
-	}
-
-	mr->iova = 0;
-	mr->length = attr->length;
-	mr->valid = true;
-	/* uverbs does not fill these for a DM MR (rdma resource, QUERY_MR). */
-	mr->ibmr.iova = 0;
-	mr->ibmr.length = attr->length;
+	err = srnic_mr_take_kernel_pages(mr, dm->buf, attr->offset,
+					 attr->length, 0);
+	if (err)
+		goto err_free_mr;
 
 	return srnic_mr_publish_or_free(to_srnic_dev(ibpd->device), mr);
 
 err_free_mr:
 	srnic_mr_free(mr);
 	return ERR_PTR(err);
-}
-
-/*
- * The page behind @addr of a dma-buf's CPU mapping: exporters map system
- * memory with vmap() or give its linear-map address; anything else (I/O
- * memory, a PFN map without pages) is NULL.
- */
-static struct page *srnic_dmabuf_page(void *addr)
-{
-	if (is_vmalloc_addr(addr))
-		return vmalloc_to_page(addr);
-	if (virt_addr_valid(addr))
-		return virt_to_page(addr);
-	return NULL;
 }
 
 /**
@@ -597,7 +613,6 @@ struct ib_mr *srnic_reg_dmabuf_mr(struct ib_pd *ibpd, u64 offset, u64 length,
 {
 	struct ib_device *ibdev = ibpd->device;
 	struct dma_buf *dmabuf;
-	unsigned long first, i;
 	struct srnic_mr *mr;
 	int err;
 
@@ -639,32 +654,10 @@ struct ib_mr *srnic_reg_dmabuf_mr(struct ib_pd *ibpd, u64 offset, u64 length,
 		goto err_free_mr;
 	}
 
-	first = offset >> PAGE_SHIFT;
-	mr->page_offset = offset_in_page(offset);
-	mr->max_pages = DIV_ROUND_UP(mr->page_offset + length, PAGE_SIZE);
-	mr->pages = kvcalloc(mr->max_pages, sizeof(*mr->pages), GFP_KERNEL);
-	if (!mr->pages) {
-		err = -ENOMEM;
+	err = srnic_mr_take_kernel_pages(mr, mr->dmabuf_map.vaddr, offset,
+					 length, iova);
+	if (err)
 		goto err_free_mr;
-	}
-	for (i = 0; i < mr->max_pages; i++) {
-		struct page *page = srnic_dmabuf_page(mr->dmabuf_map.vaddr +
-						      ((first + i) << PAGE_SHIFT));
-
-		if (!page) {
-			err = -EOPNOTSUPP;
-			goto err_free_mr;
-		}
-		get_page(page);
-		mr->pages[mr->num_pages++] = page;
-	}
-
-	mr->iova = iova;
-	mr->length = length;
-	mr->valid = true;
-	/* uverbs sets these for reg_user_mr, not for a dma-buf (rdma resource). */
-	mr->ibmr.iova = iova;
-	mr->ibmr.length = length;
 
 	return srnic_mr_publish_or_free(to_srnic_dev(ibdev), mr);
 

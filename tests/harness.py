@@ -88,6 +88,15 @@ def rdma_links(netns=None):
     return {l["ifname"]: l for l in json.loads(out or "[]")}
 
 
+def rdma_resources(kind, *where):
+    """`rdma -j -dd resource show KIND WHERE...` (e.g. "dev", "srnic0" or
+    "link", "srnic0/1"): one dict per object, the driver's fields (drv_NAME
+    in rdma's JSON) by their names."""
+    out = run("rdma", "-j", "-dd", "resource", "show", kind, *where).stdout
+    return [{k.removeprefix("drv_"): v for k, v in r.items()}
+            for r in json.loads(out or "[]")]
+
+
 def rdma_devs():
     out = run("rdma", "-j", "dev", "show").stdout
     return {d["ifname"]: d for d in json.loads(out or "[]")}

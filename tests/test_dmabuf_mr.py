@@ -43,8 +43,7 @@ def exporters():
     (Debian 13 on) or absent (Debian 12)."""
     harness.run("modprobe", "vgem", check=False)
     harness.run("modprobe", "udmabuf", check=False)
-    return {"vgem": any(pathlib.Path("/dev/dri").glob("card*"))
-            if pathlib.Path("/dev/dri").exists() else False,
+    return {"vgem": any(pathlib.Path("/dev/dri").glob("card*")),
             "udmabuf": os.path.exists("/dev/udmabuf")}
 
 
@@ -61,15 +60,6 @@ def test_rdma_on_dmabuf_mrs(topology, program, exporters, exporter):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.strip() == "ok"
-
-
-
-def mrs_of(dev):
-    """rdma -j -dd resource show mr dev DEV, srnic's fields by their names."""
-    out = harness.run("rdma", "-j", "-dd", "resource", "show", "mr", "dev",
-                      dev).stdout
-    return [{k.removeprefix("drv_"): v for k, v in r.items()}
-            for r in json.loads(out or "[]")]
 
 
 @pytest.mark.check_topologies("one-device", "veth-two-netns")
@@ -91,8 +81,9 @@ def test_rdma_resource_names_dmabuf_mrs(topology, program, exporters):
         assert p.stdout.readline().strip() == "registered", p.stderr.read()
         for dev in {a.name, b.name}:
             ends = [e for e in (a, b) if e.name == dev]
-            found = [m for m in mrs_of(dev) if m.get("mrlen") == 256 * 1024]
-            assert len(found) == len(ends), json.dumps(mrs_of(dev))
+            mrs = harness.rdma_resources("mr", "dev", dev)
+            found = [m for m in mrs if m.get("mrlen") == 256 * 1024]
+            assert len(found) == len(ends), json.dumps(mrs)
             for m in found:
                 assert m["type"] == "dmabuf" and m["pages"] == 64, m
         p.stdin.write("go\n")

@@ -4,7 +4,6 @@ item 3; kernel/srnic_verbs.c's fill_res_*_entry callbacks, shown by
 `rdma -dd`): a QP's ring occupancy, engine, PSNs and retry state, a CQ's
 pending completions, an MR's type, pages, access and ODP faults, each
 checked against what the suite did to them."""
-import json
 
 import pytest
 
@@ -26,13 +25,10 @@ def wire():
 
 
 def resources(kind, end):
-    """rdma -j -dd resource show KIND (link DEV/1 or dev DEV): one dict per
-    object, srnic's fields (drv_NAME in rdma's JSON) by their names."""
+    """srnic's view of end's objects of kind (link DEV/1 for a QP, dev DEV
+    otherwise)."""
     where = ["link", f"{end.name}/1"] if kind == "qp" else ["dev", end.name]
-    out = harness.run("rdma", "-j", "-dd", "resource", "show", kind,
-                      *where).stdout
-    return [{k.removeprefix("drv_"): v for k, v in r.items()}
-            for r in json.loads(out or "[]")]
+    return harness.rdma_resources(kind, *where)
 
 
 def one(kind, end, key, value):
