@@ -284,6 +284,9 @@ print-platform-suites:
 print-platform-topologies:
 	@echo $(PLATFORM_TOPOLOGIES)
 
+print-check-fuzz-seconds:
+	@echo $(CHECK_FUZZ_SECONDS)
+
 # Without PLATFORM: every test on the primary platform, and on the others their builds,
 # unit tests, packages and PLATFORM_SUITES (scripts/check.sh). With PLATFORM=NAME: every
 # test on NAME only.

@@ -179,6 +179,8 @@ def uses_transport(log, tl, device):
     return re.search(rf"\w+\([^)]*\b{tl}/{re.escape(device)}:1\b", log)
 
 
+# make check's other platforms: UCP's tag and stream tests once each.
+@pytest.mark.platform_subset(test=["tag_lat"])
 @pytest.mark.parametrize("test", ["tag_lat", "stream_bw"])
 def test_ucx_perftest_rc_verbs(ucx, test, tmp_path):
     with PacketsMoved(ucx, 500):
@@ -187,6 +189,7 @@ def test_ucx_perftest_rc_verbs(ucx, test, tmp_path):
     assert uses_transport(out, "rc_verbs", ucx.b.name), out
 
 
+@pytest.mark.platform_subset(test=["stream_lat"])
 @pytest.mark.parametrize("test", ["tag_bw", "stream_lat"])
 def test_ucx_perftest_ud_verbs(ucx, test, tmp_path):
     # 1 KiB: a UCX message in one datagram (the veth's MTU of 1500 makes
