@@ -583,6 +583,33 @@ static inline u32 srnic_psn_add(u32 psn, u32 n)
 	return (psn + n) & 0xffffff;
 }
 
+/* srnic_rss.c: work queues, indirection tables, hash QPs */
+struct ib_wq *srnic_create_wq(struct ib_pd *ibpd, struct ib_wq_init_attr *init,
+			      struct ib_udata *udata);
+int srnic_modify_wq(struct ib_wq *ibwq, struct ib_wq_attr *attr, u32 mask,
+		    struct ib_udata *udata);
+int srnic_destroy_wq(struct ib_wq *ibwq, struct ib_udata *udata);
+int srnic_create_rwq_ind_table(struct ib_rwq_ind_table *table,
+			       struct ib_rwq_ind_table_init_attr *init,
+			       struct ib_udata *udata);
+int srnic_destroy_rwq_ind_table(struct ib_rwq_ind_table *table);
+int srnic_rss_qp_init(struct srnic_qp *qp, struct ib_qp_init_attr *init,
+		      struct ib_udata *udata);
+int srnic_rwq_take(struct srnic_rwq *rwq, struct srnic_recv_wqe *rwqe);
+bool srnic_frame_to_rwqe(struct srnic_qp *qp, struct srnic_pd *pd,
+			 const struct srnic_recv_wqe *rwqe, u32 max_sge,
+			 const struct sk_buff *skb, struct srnic_cq *cq,
+			 u32 qp_num);
+void srnic_rss_rx(struct srnic_qp *qp, struct sk_buff *skb);
+
+/* srnic_raw.c: raw packet QPs and flow steering */
+extern const struct srnic_engine_task_ops srnic_raw_task_ops;
+struct ib_flow *srnic_create_flow(struct ib_qp *ibqp, struct ib_flow_attr *attr,
+				  struct ib_udata *udata);
+int srnic_destroy_flow(struct ib_flow *ibflow);
+void srnic_raw_init(struct srnic_dev *sdev);
+void srnic_raw_netdev_unregistering(struct srnic_dev *sdev);
+
 /* srnic_ud.c: UD queue pairs' engine task */
 extern const struct srnic_engine_task_ops srnic_ud_task_ops;
 void srnic_ud_drain_sq(struct srnic_qp *qp);

@@ -56,6 +56,9 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_SELECTIVE_RETRANSMITS] = {
 		.name = "selective_retransmits" },
 	[SRNIC_CNT_RX_READ_KEPT] = { .name = "rx_read_responses_kept" },
+	/* srnic's own: raw packet QPs (srnic_raw.c) */
+	[SRNIC_CNT_RAW_TX_FRAMES] = { .name = "raw_tx_frames" },
+	[SRNIC_CNT_RAW_RX_FRAMES] = { .name = "raw_rx_frames" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);

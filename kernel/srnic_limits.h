@@ -93,4 +93,10 @@ static inline bool srnic_key_is_mw(u32 key)
 #define SRNIC_MAX_DM_SIZE BIT_ULL(30)
 #define SRNIC_DM_MAX_LOG_ALIGN PAGE_SHIFT
 
+/* The largest RSS indirection table: 2^SRNIC_MAX_LOG_RWQ_IND_TABLE WQs. */
+#define SRNIC_MAX_LOG_RWQ_IND_TABLE 8
+
+/* Received packets (or frames) a QP may have waiting for its engine task. */
+#define SRNIC_RXQ_MAX 4096
+
 #endif /* SRNIC_LIMITS_H */

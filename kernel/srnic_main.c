@@ -139,6 +139,8 @@ void srnic_dev_dealloc(struct ib_device *ibdev)
 	ida_destroy(&sdev->pd_ids);
 	ida_destroy(&sdev->cq_ids);
 	ida_destroy(&sdev->srq_ids);
+	ida_destroy(&sdev->wq_ids);
+	ida_destroy(&sdev->rwq_ind_table_ids);
 	WARN_ON(!xa_empty(&sdev->qps));
 	xa_destroy(&sdev->qps);
 	srnic_qp_counters_destroy(sdev);
@@ -258,8 +260,11 @@ static int srnic_newlink(const char *ibdev_name, struct net_device *ndev)
 	sdev->multipath = 1;
 	srnic_ah_table_init(sdev);
 	srnic_mcast_init(sdev);
+	srnic_raw_init(sdev);
 	srnic_direct_dev_init(sdev);
 	ida_init(&sdev->cq_ids);
+	ida_init(&sdev->wq_ids);
+	ida_init(&sdev->rwq_ind_table_ids);
 	ida_init(&sdev->srq_ids);
 	xa_init_flags(&sdev->qps, XA_FLAGS_ALLOC);
 	srnic_qp_counters_init(sdev);

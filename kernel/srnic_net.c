@@ -362,9 +362,6 @@ struct sk_buff *srnic_rx_dequeue(struct srnic_qp *qp)
 	return NULL;
 }
 
-/* Received packets a QP may have waiting for its engine task. */
-#define SRNIC_RXQ_MAX 4096
-
 /*
  * Whether @qp takes @pkt: an opcode of the QP's type (XRC QPs: XRC
  * opcodes; requests for XRC_TGT, responses for XRC_INI), a state that
@@ -387,6 +384,8 @@ static bool srnic_rx_qp_accepts(struct srnic_qp *qp, struct sk_buff *skb,
 	if ((type == IB_QPT_XRC_INI && (pkt->flags & SRNIC_OPF_REQUEST)) ||
 	    (type == IB_QPT_XRC_TGT && !(pkt->flags & SRNIC_OPF_REQUEST)))
 		return false;
+	if (srnic_qp_is_raw(qp))
+		return false;	/* it gets frames, through flows */
 	if (srnic_qp_is_ud(qp))
 		return (pkt->opcode & SRNIC_OPCODE_TRANSPORT_MASK) ==
 		       SRNIC_TRANSPORT_UD &&

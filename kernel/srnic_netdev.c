@@ -85,6 +85,7 @@ static int srnic_netdev_event(struct notifier_block *nb, unsigned long event,
 		 * namespace: the device goes away with it (ib_core's GID
 		 * and rdma_cm state are per namespace).
 		 */
+		srnic_raw_netdev_unregistering(sdev);
 		ib_unregister_device_queued(&sdev->ibdev);
 		break;
 	case NETDEV_UP:

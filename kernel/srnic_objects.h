@@ -87,6 +87,8 @@ enum srnic_counter {
 	SRNIC_CNT_RX_NAK_SELECTIVE,	/* selective NAKs received */
 	SRNIC_CNT_SELECTIVE_RETRANSMITS, /* packets sent again selectively */
 	SRNIC_CNT_RX_READ_KEPT,		/* READ responses ahead kept */
+	SRNIC_CNT_RAW_TX_FRAMES,	/* raw packet QPs: frames sent */
+	SRNIC_CNT_RAW_RX_FRAMES,	/* raw packet QPs: frames received */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -256,6 +258,32 @@ struct srnic_fault {
 };
 
 /**
+ * struct srnic_raw_steering - a device's flows to its raw packet QPs
+ *			       (srnic_raw.c)
+ * @lock: serialises changes of the lists and of the fields below, with
+ *	  RTNL taken first
+ * @flows: normal flows (struct srnic_flow), by priority; read under RCU
+ * @defaults: ALL_DEFAULT and MC_DEFAULT flows; read under RCU
+ * @sniffers: SNIFFER flows; read under RCU
+ * @steering_flows: flows on @flows and @defaults
+ * @sniffer_flows: flows on @sniffers
+ * @rx_handler_on: srnic's receive handler is on the netdev
+ * @tap_on: @tap is on the netdev
+ * @tap: the sniffers' packet tap (ETH_P_ALL on the netdev)
+ */
+struct srnic_raw_steering {
+	struct mutex lock;	/* see above */
+	struct list_head flows;
+	struct list_head defaults;
+	struct list_head sniffers;
+	unsigned int steering_flows;
+	unsigned int sniffer_flows;
+	bool rx_handler_on;
+	bool tap_on;
+	struct packet_type tap;
+};
+
+/**
  * struct srnic_dev - one srnic RDMA device, bound to one netdev
  * @ibdev: the ib_core device; freed by ib_core after dealloc_driver
  * @ndev: the netdev this device sends and receives on (reference held
@@ -278,6 +306,8 @@ struct srnic_fault {
  * @debugfs: the device's debugfs directory (the fault injector's files)
  * @cq_ids: allocator of CQ numbers
  * @srq_ids: allocator of SRQ numbers
+ * @wq_ids: allocator of WQ numbers (srnic_rss.c)
+ * @rwq_ind_table_ids: allocator of indirection table numbers
  * @qps: QPN -> struct srnic_qp; entries are looked up under RCU
  * @next_qpn: cursor of the cyclic QPN allocation
  * @link_index: number in the parent's name
@@ -316,6 +346,7 @@ struct srnic_fault {
  *	       the device is created), when its peer does selective repeat
  * @ooo_held: requests kept by the device's responders, at most
  *	      SRNIC_OOO_MAX_HELD
+ * @raw: flow steering to raw packet QPs
  * @capture: the capture netdev (sysfs ``capture``), or NULL; changed under
  *	     RTNL, read under RCU (srnic_capture.c)
  */
@@ -339,6 +370,8 @@ struct srnic_dev {
 	struct dentry *debugfs;
 	struct ida cq_ids;
 	struct ida srq_ids;
+	struct ida wq_ids;
+	struct ida rwq_ind_table_ids;
 	struct xarray qps;
 	u32 next_qpn;
 	int link_index;
@@ -364,6 +397,7 @@ struct srnic_dev {
 	bool selective_repeat;
 	u8 multipath;
 	atomic_t ooo_held;
+	struct srnic_raw_steering raw;
 	struct net_device __rcu *capture;
 };
 
@@ -648,6 +682,45 @@ struct srnic_wq {
 	u32 consumer;
 	u32 max_wr;
 	u32 max_sge;
+};
+
+/**
+ * struct srnic_rwq - a work queue of type RQ (ibv_create_wq(), srnic_rss.c):
+ *		      a receive queue of its own, which a hash QP's
+ *		      indirection table spreads frames over
+ * @ibwq: ib_core's WQ; @ibwq.wq_num is its number
+ * @rq: its ring of receive WQEs (the RQ's format) with the consumer side
+ * @consume: held while a frame is delivered to it and while its state
+ *	     changes (hash QPs' tasks run in process context)
+ * @state: IB_WQS_RESET, _RDY or _ERR; frames land only in RDY
+ */
+struct srnic_rwq {
+	struct ib_wq ibwq;
+	struct srnic_wq rq;
+	struct mutex consume;	/* see above */
+	enum ib_wq_state state;
+};
+
+/**
+ * struct srnic_rwq_ind_table - an indirection table of WQs
+ * @ibtbl: ib_core's, which holds the WQs and the table's size
+ */
+struct srnic_rwq_ind_table {
+	struct ib_rwq_ind_table ibtbl;
+};
+
+/**
+ * struct srnic_rss - a hash QP's receive side scaling (srnic_rss.c)
+ * @fields: SRNIC_RX_HASH_* of the header fields hashed
+ * @key_len: bytes of @key
+ * @key: the Toeplitz key
+ * @table: the indirection table the hash indexes
+ */
+struct srnic_rss {
+	u64 fields;
+	u8 key_len;
+	u8 key[SRNIC_RX_HASH_KEY_MAX];
+	struct ib_rwq_ind_table *table;
 };
 
 /**
@@ -1181,6 +1254,8 @@ struct srnic_path {
  * @last_wqe_pending: the QP, attached to an SRQ, entered the error state;
  *		      its task reports IB_EVENT_QP_LAST_WQE_REACHED once it
  *		      has flushed the receive WQE it held
+ * @rss: a hash QP's (a raw packet QP with an indirection table) receive
+ *	 side scaling; NULL for every other QP
  * @xrcd: XRC_TGT: the XRC domain whose SRQs the QP's requests may name
  * @wire_reset: the QP entered RESET since its task last ran: an RC or UC
  *		QP's task forgets the old connection's requester and
@@ -1231,6 +1306,7 @@ struct srnic_qp {
 	struct dst_cache route_cache;
 	struct sk_buff_head rxq;
 	atomic_t last_wqe_pending;
+	struct srnic_rss *rss;
 	struct srnic_xrcd *xrcd;
 	atomic_t wire_reset;
 	u32 direct_windows;	/* windows it posts through; direct_lock */
@@ -1295,6 +1371,11 @@ static inline struct srnic_srq *to_srnic_srq(struct ib_srq *ibsrq)
 	return container_of(ibsrq, struct srnic_srq, ibsrq);
 }
 
+static inline struct srnic_rwq *to_srnic_rwq(struct ib_wq *ibwq)
+{
+	return container_of(ibwq, struct srnic_rwq, ibwq);
+}
+
 static inline struct srnic_xrcd *to_srnic_xrcd(struct ib_xrcd *ibxrcd)
 {
 	return container_of(ibxrcd, struct srnic_xrcd, ibxrcd);
@@ -1307,6 +1388,21 @@ static inline struct srnic_xrcd *to_srnic_xrcd(struct ib_xrcd *ibxrcd)
 static inline bool srnic_qp_is_ud(const struct srnic_qp *qp)
 {
 	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+/* Whether the QP sends and receives Ethernet frames (srnic_raw.c). */
+static inline bool srnic_qp_is_raw(const struct srnic_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RAW_PACKET;
+}
+
+/*
+ * Whether the QP has no connection (UD, GSI, raw packet): no destination,
+ * PSNs or responder resources of its own, a receive WQE copied per message.
+ */
+static inline bool srnic_qp_is_datagram(const struct srnic_qp *qp)
+{
+	return srnic_qp_is_ud(qp) || srnic_qp_is_raw(qp);
 }
 
 /*

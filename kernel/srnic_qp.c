@@ -201,8 +201,9 @@ static int srnic_qp_map_rings(struct srnic_qp *qp, struct ib_udata *udata)
  * @udata: driver data of a user QP; NULL for a kernel QP
  *
  * RC, UC, UD, XRC_INI and XRC_TGT; for kernel consumers also GSI (QP1, see
- * srnic_qp_is_ud()). A QP with an SRQ (@init->srq) and an XRC_INI QP have
- * no RQ: their receive capabilities are ignored and reported as zero. An
+ * srnic_qp_is_ud()), for user ones also RAW_PACKET (srnic_raw.c). A QP
+ * with an SRQ (@init->srq) and an XRC_INI QP have no RQ: their receive
+ * capabilities are ignored and reported as zero. An
  * XRC_TGT QP (always a kernel object: ib_core shares it between
  * processes) has no CQ, no RQ and only a one-entry SQ that nothing may
  * post to; its requests name the XRC SRQs of @init->xrcd that receive
@@ -216,6 +217,8 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct srnic_ucontext *uctx = rdma_udata_to_drv_context(udata,
 			struct srnic_ucontext, ibuc);
 	bool xrc_tgt = init->qp_type == IB_QPT_XRC_TGT;
+	/* A hash QP (RSS): no SQ or RQ, frames go to its table's WQs. */
+	bool hash = init->rwq_ind_tbl;
 	struct ib_qp_cap *cap = &init->cap;
 	u32 qpn, sq_payload;
 	bool has_rq;
@@ -223,11 +226,17 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
 	     init->qp_type != IB_QPT_UD && init->qp_type != IB_QPT_XRC_INI &&
-	     !xrc_tgt && (init->qp_type != IB_QPT_GSI || udata)) ||
+	     !xrc_tgt && (init->qp_type != IB_QPT_GSI || udata) &&
+	     (init->qp_type != IB_QPT_RAW_PACKET || !udata)) ||
 	    init->create_flags ||
 	    (init->srq && init->srq->srq_type != IB_SRQT_BASIC))
 		return -EOPNOTSUPP;
-	if (xrc_tgt) {
+	if (hash) {
+		err = srnic_rss_qp_init(qp, init, udata);
+		if (err)
+			return err;
+		memset(cap, 0, sizeof(*cap));
+	} else if (xrc_tgt) {
 		if (!init->xrcd)
 			return -EINVAL;
 		memset(cap, 0, sizeof(*cap));
@@ -235,14 +244,15 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		   (!init->recv_cq && init->qp_type != IB_QPT_XRC_INI)) {
 		return -EINVAL;
 	}
-	has_rq = !init->srq && !xrc_tgt && init->qp_type != IB_QPT_XRC_INI;
+	has_rq = !init->srq && !xrc_tgt && !hash &&
+		 init->qp_type != IB_QPT_XRC_INI;
 	err = srnic_qp_check_caps(cap, !has_rq);
 	if (err)
-		return err;
-	if (udata) {
+		goto err_free_rss;
+	if (udata && !hash) {
 		err = srnic_udata_check_reserved_req(udata);
 		if (err)
-			return err;
+			goto err_free_rss;
 	}
 
 	spin_lock_init(&qp->state_lock);
@@ -257,7 +267,7 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = srnic_wq_init(&qp->sq, uctx, cap->max_send_wr,
 			    sizeof(struct srnic_send_wqe), sq_payload);
 	if (err)
-		return err;
+		goto err_free_rss;
 	if (has_rq) {
 		err = srnic_wq_init(&qp->rq, NULL, cap->max_recv_wr,
 				    sizeof(struct srnic_recv_wqe),
@@ -295,6 +305,7 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_erase;
 	srnic_engine_task_init(sdev, &qp->task,
 			       srnic_qp_is_ud(qp) ? &srnic_ud_task_ops :
+			       srnic_qp_is_raw(qp) ? &srnic_raw_task_ops :
 			       &srnic_qp_task_ops, qpn);
 	/*
 	 * A kernel RC, UC, UD or XRC_INI QP's work never needs to sleep: its
@@ -304,7 +315,7 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		srnic_engine_task_allow_atomic(&qp->task);
 	srnic_engine_task_start(&qp->task);
 
-	if (!xrc_tgt) {
+	if (!xrc_tgt && !hash) {
 		cap->max_send_wr = qp->sq.max_wr;
 		cap->max_recv_wr = qp->rq.max_wr;
 		cap->max_send_sge = qp->sq.max_sge;
@@ -334,6 +345,9 @@ err_destroy_rq:
 	srnic_queue_destroy(&qp->rq.ring);
 err_destroy_sq:
 	srnic_queue_destroy(&qp->sq.ring);
+err_free_rss:
+	kfree(qp->rss);
+	qp->rss = NULL;
 	return err;
 }
 
@@ -372,6 +386,7 @@ int srnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	srnic_queue_destroy(&qp->rq.ring);
 	srnic_queue_destroy(&qp->sq.ring);
+	kfree(qp->rss);
 	rdma_destroy_ah_attr(&qp->attrs.ah_attr);
 	if (ibqp->send_cq) {
 		srnic_direct_cq_user_del(to_srnic_cq(ibqp->send_cq));
@@ -515,13 +530,14 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	int local_ifindex = 0;
 	int err;
 
-	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+	/* A hash QP has no states: it receives once it exists (as mlx5's). */
+	if ((mask & ~IB_QP_ATTR_STANDARD_BITS) || qp->rss)
 		return -EOPNOTSUPP;
 	if (udata && udata->inlen &&
 	    !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EOPNOTSUPP;
 	/* Atomic replay slots for the responder resources, if more. */
-	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) && !srnic_qp_is_ud(qp) &&
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) && !srnic_qp_is_datagram(qp) &&
 	    attr->max_dest_rd_atomic <= SRNIC_MAX_RD_ATOMIC) {
 		replays = srnic_resp_atomics_alloc(qp, attr->max_dest_rd_atomic);
 		if (IS_ERR(replays))
@@ -534,7 +550,7 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	 * with the address vector (ib_modify_qp_is_ok() requires it).
 	 */
 	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RTR &&
-	    (mask & IB_QP_AV) && !srnic_qp_is_ud(qp))
+	    (mask & IB_QP_AV) && !srnic_qp_is_datagram(qp))
 		local_ifindex = srnic_local_gid_ifindex(net,
 							&attr->ah_attr.grh.dgid);
 	if (local_ifindex && !qp->req.rwqe) {
@@ -566,7 +582,7 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	srnic_qp_store_attrs(qp, attr, mask);
 	if (mask & IB_QP_STATE) {
 		if (new == IB_QPS_RTR && cur != IB_QPS_RTR &&
-		    !srnic_qp_is_ud(qp)) {
+		    !srnic_qp_is_datagram(qp)) {
 			err = srnic_rc_resolve_dest(qp, local_ifindex);
 			if (err)
 				goto out_unlock;

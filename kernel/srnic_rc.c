@@ -367,12 +367,12 @@ int srnic_rc_init(struct srnic_qp *qp)
 		      HRTIMER_MODE_REL);
 	qp->req.wqe = kmalloc(qp->sq.ring.entry_size, GFP_KERNEL);
 	/*
-	 * A UD QP copies its own receive WQEs there; the others, for local
+	 * A UD or raw packet QP copies its own receive WQEs there; the others, for local
 	 * delivery only, get it at RTR (srnic_local_scratch_alloc()).
 	 */
-	if (srnic_qp_is_ud(qp))
+	if (srnic_qp_is_datagram(qp))
 		qp->req.rwqe = kmalloc(srnic_resp_rwqe_size(qp), GFP_KERNEL);
-	if (!qp->req.wqe || (srnic_qp_is_ud(qp) && !qp->req.rwqe)) {
+	if (!qp->req.wqe || (srnic_qp_is_datagram(qp) && !qp->req.rwqe)) {
 		err = -ENOMEM;
 		goto err;
 	}

@@ -1482,7 +1482,8 @@ void srnic_resp_put_mrs(struct srnic_qp *qp)
  */
 u32 srnic_resp_rwqe_size(const struct srnic_qp *qp)
 {
-	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT)
+	/* Any XRC SRQ's WQEs; a hash QP's, any of its WQs'. */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT || qp->rss)
 		return SRNIC_MAX_RQ_ENTRY_SIZE;
 	if (qp->ibqp.srq)
 		return to_srnic_srq(qp->ibqp.srq)->rq.ring.entry_size;

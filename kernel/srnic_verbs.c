@@ -51,6 +51,16 @@ static int srnic_query_device(struct ib_device *ibdev,
 	 * uverbs passes device_cap_flags to device_cap_flags_ex whole.
 	 */
 	attr->device_cap_flags |= SRNIC_DEVICE_ATOMIC_WRITE;
+	/*
+	 * Raw packet QPs steered by flows (srnic_raw.c), and RSS: WQs,
+	 * indirection tables and hash QPs (srnic_rss.c).
+	 */
+	attr->device_cap_flags |= IB_DEVICE_MANAGED_FLOW_STEERING;
+	attr->max_wq_type_rq = SRNIC_MAX_QP;
+	attr->rss_caps.supported_qpts = BIT(IB_QPT_RAW_PACKET);
+	attr->rss_caps.max_rwq_indirection_tables = SRNIC_MAX_QP;
+	attr->rss_caps.max_rwq_indirection_table_size =
+		BIT(SRNIC_MAX_LOG_RWQ_IND_TABLE);
 	attr->vendor_id = SRNIC_VENDOR_ID;
 	attr->vendor_part_id = SRNIC_VENDOR_PART_ID;
 	attr->hw_ver = SRNIC_ABI_VERSION;
@@ -771,9 +781,12 @@ const struct ib_device_ops srnic_dev_ops = {
 	.counter_update_stats = srnic_counter_update_stats,
 	.create_ah = srnic_create_ah,
 	.create_cq = srnic_compat_create_cq,
+	.create_flow = srnic_create_flow,
 	.create_qp = srnic_create_qp,
+	.create_rwq_ind_table = srnic_create_rwq_ind_table,
 	.create_srq = srnic_create_srq,
 	.create_user_ah = srnic_create_ah,
+	.create_wq = srnic_create_wq,
 	.dealloc_dm = srnic_dealloc_dm,
 	.dealloc_mw = srnic_dealloc_mw,
 	.dealloc_pd = srnic_dealloc_pd,
@@ -782,8 +795,11 @@ const struct ib_device_ops srnic_dev_ops = {
 	.dereg_mr = srnic_dereg_mr,
 	.destroy_ah = srnic_destroy_ah,
 	.destroy_cq = srnic_destroy_cq,
+	.destroy_flow = srnic_destroy_flow,
 	.destroy_qp = srnic_destroy_qp,
+	.destroy_rwq_ind_table = srnic_destroy_rwq_ind_table,
 	.destroy_srq = srnic_destroy_srq,
+	.destroy_wq = srnic_destroy_wq,
 	.detach_mcast = srnic_detach_mcast,
 	.device_group = &srnic_dev_attr_group,
 	.fill_res_cq_entry = srnic_fill_res_cq_entry,
@@ -801,6 +817,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	.modify_device = srnic_modify_device,
 	.modify_qp = srnic_modify_qp,
 	.modify_srq = srnic_modify_srq,
+	.modify_wq = srnic_modify_wq,
 	.poll_cq = srnic_poll_cq,
 	.post_recv = srnic_post_recv,
 	.post_send = srnic_post_send,
@@ -826,6 +843,7 @@ const struct ib_device_ops srnic_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_mw, srnic_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, srnic_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, srnic_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_rwq_ind_table, srnic_rwq_ind_table, ibtbl),
 	INIT_RDMA_OBJ_SIZE(ib_srq, srnic_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, srnic_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_xrcd, srnic_xrcd, ibxrcd),

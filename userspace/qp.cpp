@@ -5,6 +5,7 @@
 #include "cq.h"
 #include "log.h"
 #include "qp_ex.h"
+#include "wq.h"
 
 #include <cerrno>
 #include <memory>
@@ -101,11 +102,23 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 		!(comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) || !attr->create_flags;
 	const bool send_ops = comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	if ((comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
-			   IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
+			   IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			   IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) ||
 	    !no_create_flags ||
 	    (send_ops && (attr->send_ops_flags & ~supported_send_ops_flags(attr->qp_type)))) {
 		errno = EOPNOTSUPP;
 		return nullptr;
+	}
+	if (comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) {
+		if (send_ops || !(comp_mask & IBV_QP_INIT_ATTR_IND_TABLE)) {
+			errno = EINVAL;
+			return nullptr;
+		}
+		// The command carries its creation flags itself.
+		attr->comp_mask = comp_mask & ~IBV_QP_INIT_ATTR_CREATE_FLAGS;
+		ibv_qp *qp = create_hash_qp(ibctx, attr);
+		attr->comp_mask = comp_mask;
+		return qp;
 	}
 	if (attr->qp_type == IBV_QPT_XRC_RECV) {
 		if (send_ops) {
@@ -161,6 +174,30 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 	if (send_ops)
 		install_send_ops(*qp, attr->send_ops_flags);
 	return &qp.release()->vqp.qp;
+}
+
+ibv_flow *create_flow(ibv_qp *qp, ibv_flow_attr *attr) noexcept
+{
+	std::unique_ptr<ibv_flow> flow(new (std::nothrow) ibv_flow{});
+	if (!flow) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	const int err = ibv_cmd_create_flow(qp, flow.get(), attr, nullptr, 0);
+	if (err) {
+		errno = err;
+		return nullptr;
+	}
+	return flow.release();
+}
+
+int destroy_flow(ibv_flow *flow) noexcept
+{
+	const int err = ibv_cmd_destroy_flow(flow);
+	if (err)
+		return err;
+	delete flow;
+	return 0;
 }
 
 ibv_qp *create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) noexcept

@@ -40,7 +40,7 @@ struct Qp {
 	// As last set by modify_qp (the kernel may move the QP to the error
 	// state on its own; the rings' ERROR flag covers that).
 	std::atomic<ibv_qp_state> state{IBV_QPS_RESET};
-	ibv_qp_type type = IBV_QPT_RC; // RC, UC, UD, XRC_SEND or XRC_RECV
+	ibv_qp_type type = IBV_QPT_RC; // RC, UC, UD, RAW_PACKET, XRC_SEND or XRC_RECV
 	uint32_t sq_max_sge = 0;
 	uint32_t rq_max_sge = 0;
 	uint32_t max_inline = 0;
@@ -99,6 +99,13 @@ inline constexpr SendOpcodeTable rc_send_opcode_supported = [] {
 inline constexpr SendOpcodeTable xrc_send_opcode_supported = [] {
 	SendOpcodeTable ok = rc_send_opcode_supported;
 	ok[IBV_WR_SEND_WITH_INV] = ok[IBV_WR_BIND_MW] = ok[IBV_WR_LOCAL_INV] = false;
+	return ok;
+}();
+
+// Send opcodes a raw packet QP accepts: SEND, of one Ethernet frame.
+inline constexpr SendOpcodeTable raw_send_opcode_supported = [] {
+	SendOpcodeTable ok{};
+	ok[IBV_WR_SEND] = true;
 	return ok;
 }();
 
@@ -284,6 +291,7 @@ inline int encode_send_wqe_inline(const Qp &qp, srnic_send_wqe &wqe, const Buf *
 	if (type == IBV_QPT_XRC_RECV)
 		return false; // it only receives
 	const auto &supported = type == IBV_QPT_UD	   ? ud_send_opcode_supported
+				: type == IBV_QPT_RAW_PACKET ? raw_send_opcode_supported
 				: type == IBV_QPT_UC	   ? uc_send_opcode_supported
 				: type == IBV_QPT_XRC_SEND ? xrc_send_opcode_supported
 							   : rc_send_opcode_supported;
@@ -456,6 +464,12 @@ inline int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexce
 // Whether max_wr receive WQEs of max_sge SGEs fit a receive ring (RQ or SRQ).
 [[nodiscard]] bool recv_caps_fit_ring(uint32_t max_wr, uint32_t max_sge,
 				      const srnic_queue_desc &ring) noexcept;
+
+// The create_flow and destroy_flow verbs (raw packet QPs' steering rules,
+// kept by the kernel: srnic_raw.c). create_flow: nullptr with errno set on
+// failure; destroy_flow: 0 or an errno.
+[[nodiscard]] ibv_flow *create_flow(ibv_qp *qp, ibv_flow_attr *attr) noexcept;
+int destroy_flow(ibv_flow *flow) noexcept;
 
 // The create_qp and create_qp_ex verbs; nullptr with errno set on failure.
 [[nodiscard]] ibv_qp *create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) noexcept;

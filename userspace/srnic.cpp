@@ -17,6 +17,7 @@
 #include "sysfs.h"
 #include "xrcd.h"
 #include "verbs_driver_abi.h"
+#include "wq.h"
 
 #include <rdma/srnic-abi.h>
 
@@ -68,17 +69,23 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.create_ah = srnic::create_ah,
 	.create_cq = srnic::create_cq,
 	.create_cq_ex = srnic::create_cq_ex,
+	.create_flow = srnic::create_flow,
 	.create_qp = srnic::create_qp,
 	.create_qp_ex = srnic::create_qp_ex,
+	.create_rwq_ind_table = srnic::create_rwq_ind_table,
 	.create_srq = srnic::create_srq,
 	.create_srq_ex = srnic::create_srq_ex,
+	.create_wq = srnic::create_wq,
 	.dealloc_mw = srnic::dealloc_mw,
 	.dealloc_pd = srnic::dealloc_pd,
 	.dereg_mr = srnic::dereg_mr,
 	.destroy_ah = srnic::destroy_ah,
 	.destroy_cq = srnic::destroy_cq,
+	.destroy_flow = srnic::destroy_flow,
 	.destroy_qp = srnic::destroy_qp,
+	.destroy_rwq_ind_table = srnic::destroy_rwq_ind_table,
 	.destroy_srq = srnic::destroy_srq,
+	.destroy_wq = srnic::destroy_wq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srnic_free_context,
 	.free_dm = srnic::free_dm,
@@ -88,6 +95,7 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.import_pd = srnic::import_pd,
 	.modify_qp = srnic::modify_qp,
 	.modify_srq = srnic::modify_srq,
+	.modify_wq = srnic::modify_wq,
 	.open_qp = srnic::open_qp,
 	.open_xrcd = srnic::open_xrcd,
 	.poll_cq = srnic::poll_cq,

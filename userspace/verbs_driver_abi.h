@@ -514,6 +514,26 @@ struct ibv_create_qp {
 	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_create_qp)];
 };
 
+// The extended create_qp command (indirection tables: hash QPs), and the
+// work queue commands, all extended.
+struct ibv_create_qp_ex {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_ex_create_qp)];
+};
+
+struct ibv_create_wq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_ex_create_wq)];
+};
+
+struct ibv_modify_wq {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_ex_modify_wq)];
+};
+
 struct ibv_modify_qp {
 	struct ib_uverbs_cmd_hdr hdr;
 	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_modify_qp)];
@@ -604,6 +624,33 @@ int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr, int attr_ma
 int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		      struct ibv_modify_qp *cmd, size_t cmd_size);
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+// rdma-core 64 added a driver command-buffer chain (PABI 34 has none).
+int ibv_cmd_create_qp_ex2(struct ibv_context *context, struct verbs_qp *qp,
+			  struct ibv_qp_init_attr_ex *qp_attr, struct ibv_create_qp_ex *cmd,
+			  size_t cmd_size, struct ib_uverbs_ex_create_qp_resp *resp,
+			  size_t resp_size
+#if SRNIC_IBVERBS_PABI >= 65
+			  ,
+			  struct ibv_command_buffer *driver
+#endif
+);
+// Work queues and indirection tables (RSS); 0 or a positive errno.
+int ibv_cmd_create_wq(struct ibv_context *context, struct ibv_wq_init_attr *wq_init_attr,
+		      struct ibv_wq *wq, struct ibv_create_wq *cmd, size_t cmd_size,
+		      struct ib_uverbs_ex_create_wq_resp *resp, size_t resp_size);
+int ibv_cmd_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr, struct ibv_modify_wq *cmd,
+		      size_t cmd_size);
+int ibv_cmd_destroy_wq(struct ibv_wq *wq);
+int ibv_cmd_create_rwq_ind_table(struct ibv_context *context,
+				 struct ibv_rwq_ind_table_init_attr *init_attr,
+				 struct ibv_rwq_ind_table *rwq_ind_table,
+				 struct ib_uverbs_ex_create_rwq_ind_table_resp *resp,
+				 size_t resp_size);
+int ibv_cmd_destroy_rwq_ind_table(struct ibv_rwq_ind_table *rwq_ind_table);
+// Flow steering: the specs converted to the kernel's; 0 or a positive errno.
+int ibv_cmd_create_flow(struct ibv_qp *qp, struct ibv_flow *flow_id,
+			struct ibv_flow_attr *flow_attr, void *ucmd, size_t ucmd_size);
+int ibv_cmd_destroy_flow(struct ibv_flow *flow_id);
 // ---- Shared receive queues (driver.h, kern-abi.h) -------------------------
 
 // What libibverbs keeps of an SRQ; the provider embeds it first in its own.

@@ -85,6 +85,18 @@ static_assert(sizeof(struct ibv_create_qp) ==
 	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_create_qp));
 static_assert(sizeof(struct ibv_modify_qp) ==
 	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_modify_qp));
+static_assert(sizeof(struct ibv_create_qp_ex) == 88);
+static_assert(sizeof(struct ibv_create_qp_ex) == sizeof(struct ib_uverbs_cmd_hdr) +
+							 sizeof(struct ib_uverbs_ex_cmd_hdr) +
+							 sizeof(struct ib_uverbs_ex_create_qp));
+static_assert(sizeof(struct ibv_create_wq) == 64);
+static_assert(sizeof(struct ibv_create_wq) == sizeof(struct ib_uverbs_cmd_hdr) +
+						      sizeof(struct ib_uverbs_ex_cmd_hdr) +
+						      sizeof(struct ib_uverbs_ex_create_wq));
+static_assert(sizeof(struct ibv_modify_wq) == 48);
+static_assert(sizeof(struct ibv_modify_wq) == sizeof(struct ib_uverbs_cmd_hdr) +
+						      sizeof(struct ib_uverbs_ex_cmd_hdr) +
+						      sizeof(struct ib_uverbs_ex_modify_wq));
 static_assert(sizeof(struct ibv_query_qp) ==
 	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_query_qp));
 static_assert(sizeof(struct ibv_create_cq_resp_core) == sizeof(struct ib_uverbs_create_cq_resp));

@@ -114,6 +114,43 @@ struct srnic_create_qp_resp {
 	__u32 reserved;
 };
 
+/*
+ * The longest RSS hash key (ibv_rx_hash_conf.rx_hash_key_len): Toeplitz
+ * over an IPv6 4-tuple needs 40 bytes.
+ */
+#define SRNIC_RX_HASH_KEY_MAX 40
+
+/* The hash function and fields of a hash QP: libibverbs' IBV_RX_HASH_*. */
+enum srnic_rx_hash_function {
+	SRNIC_RX_HASH_FUNC_TOEPLITZ = 1 << 0,
+};
+
+enum srnic_rx_hash_fields {
+	SRNIC_RX_HASH_SRC_IPV4 = 1 << 0,
+	SRNIC_RX_HASH_DST_IPV4 = 1 << 1,
+	SRNIC_RX_HASH_SRC_IPV6 = 1 << 2,
+	SRNIC_RX_HASH_DST_IPV6 = 1 << 3,
+	SRNIC_RX_HASH_SRC_PORT_TCP = 1 << 4,
+	SRNIC_RX_HASH_DST_PORT_TCP = 1 << 5,
+	SRNIC_RX_HASH_SRC_PORT_UDP = 1 << 6,
+	SRNIC_RX_HASH_DST_PORT_UDP = 1 << 7,
+};
+
+/*
+ * The request of a raw packet QP created with an indirection table
+ * (IBV_QP_INIT_ATTR_IND_TABLE and IBV_QP_INIT_ATTR_RX_HASH, a "hash QP":
+ * RSS), in place of struct srnic_create_qp_req, whose one field it starts
+ * with: ibv_rx_hash_conf, which uverbs' command does not carry.
+ */
+struct srnic_create_rss_qp_req {
+	__aligned_u64 reserved;
+	__aligned_u64 rx_hash_fields_mask;	/* IBV_RX_HASH_* */
+	__u8 rx_hash_function;			/* IBV_RX_HASH_FUNC_TOEPLITZ */
+	__u8 rx_hash_key_len;			/* at most SRNIC_RX_HASH_KEY_MAX */
+	__u8 reserved2[6];
+	__u8 rx_hash_key[SRNIC_RX_HASH_KEY_MAX];
+};
+
 struct srnic_create_srq_req {
 	__aligned_u64 reserved;
 };
@@ -122,6 +159,15 @@ struct srnic_create_srq_resp {
 	struct srnic_queue_desc rq;
 	__u32 srqn;
 	__u32 reserved;
+};
+
+/* A work queue (ibv_create_wq, IBV_WQT_RQ): an RQ of its own, for RSS. */
+struct srnic_create_wq_req {
+	__aligned_u64 reserved;
+};
+
+struct srnic_create_wq_resp {
+	struct srnic_queue_desc rq;	/* the RQ's format */
 };
 
 /*
@@ -484,7 +530,10 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_create_cq_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_cq_resp, 40);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_resp, 72);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_rss_qp_req, 64);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_wq_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_create_wq_resp, 32);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_resp, 40);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_ah_resp, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_resize_cq_req, 8);
