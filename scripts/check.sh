@@ -96,9 +96,9 @@ if bg_ok "$primary"; then
 fi
 for p in $others; do
 	bg_ok "$p" || { status=1; continue; }
-	# Their roots boot in about 20 s, twice the primary's: 13 suites to a boot, two boots.
+	# Their roots boot in about 20 s, twice the primary's: 14 suites to a boot, two boots.
 	stage "$p: VM suites" env SRNIC_TEST_TOPOLOGIES="$($make -s print-platform-topologies)" \
-		SRNIC_TEST_MATRIX=platform SRNIC_RDMA_CORE_RXE=0 SRNIC_VM_GROUP=13 \
+		SRNIC_TEST_MATRIX=platform SRNIC_RDMA_CORE_RXE=0 SRNIC_VM_GROUP=14 \
 		$make --no-print-directory vm-test PLATFORM="$p" \
 		VM_SUITES="$($make -s --no-print-directory print-platform-suites)" || status=1
 	stage "$p: packages" $make --no-print-directory package-test PLATFORM="$p" || status=1
