@@ -47,7 +47,6 @@
 #include "srnic_trace.h"
 #include "srnic_wire.h"
 
-#define SRNIC_RAW_SEND_BUDGET 16
 #define SRNIC_RAW_RX_BUDGET 64
 /* Distinct QPs one frame is delivered to at most (one priority's flows). */
 #define SRNIC_RAW_MAX_DEST 16
@@ -748,6 +747,12 @@ out:
 	return status;
 }
 
+/* The next queued frame: srnic_datagram_run()'s dequeue. */
+static struct sk_buff *srnic_raw_dequeue(struct srnic_qp *qp)
+{
+	return skb_dequeue(&qp->rxq);
+}
+
 static bool srnic_raw_send_step(struct srnic_qp *qp)
 {
 	enum ib_wc_status status;
@@ -784,68 +789,27 @@ static bool srnic_raw_run(struct srnic_engine_task *task)
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 	unsigned int budget;
 	struct sk_buff *skb;
-	bool more;
 
 	if (srnic_task_defer_if_faulting(qp))
 		return false;
-	if (qp->rss) {
-		for (budget = SRNIC_RAW_RX_BUDGET; budget; budget--) {
-			skb = skb_dequeue(&qp->rxq);
-			if (!skb)
-				return false;
-			if (!skb_has_frag_list(skb) || !skb_linearize(skb))
-				srnic_rss_rx(qp, skb);
-			consume_skb(skb);
-		}
-		return true;
-	}
-	switch (READ_ONCE(qp->state)) {
-	case IB_QPS_ERR:
-		skb_queue_purge(&qp->rxq);
-		srnic_qp_task_flush(qp);
-		return false;
-	case IB_QPS_RESET:
-	case IB_QPS_INIT:
-		skb_queue_purge(&qp->rxq);
-		return false;
-	default:
-		break;
-	}
+	if (!qp->rss)
+		return srnic_datagram_run(qp, srnic_raw_dequeue, srnic_raw_rx,
+					  srnic_raw_send_step);
+	/* A hash QP: frames only, whatever its state (it has none). */
 	for (budget = SRNIC_RAW_RX_BUDGET; budget; budget--) {
 		skb = skb_dequeue(&qp->rxq);
 		if (!skb)
-			break;
-		srnic_raw_rx(qp, skb);
+			return false;
+		if (!skb_has_frag_list(skb) || !skb_linearize(skb))
+			srnic_rss_rx(qp, skb);
 		consume_skb(skb);
 	}
-	more = !skb_queue_empty_lockless(&qp->rxq);
-
-	for (budget = SRNIC_RAW_SEND_BUDGET; budget; budget--)
-		if (!srnic_raw_send_step(qp))
-			return more;
 	return true;
-}
-
-static bool srnic_raw_has_work(struct srnic_engine_task *task)
-{
-	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
-
-	return !skb_queue_empty_lockless(&qp->rxq) ||
-	       (READ_ONCE(qp->state) == IB_QPS_RTS &&
-		srnic_wq_has_work(qp, &qp->sq));
-}
-
-static bool srnic_raw_prepare_sleep(struct srnic_engine_task *task)
-{
-	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
-
-	srnic_qp_ask_doorbells(qp);
-	return srnic_raw_has_work(task);
 }
 
 const struct srnic_engine_task_ops srnic_raw_task_ops = {
 	.run = srnic_raw_run,
-	.has_work = srnic_raw_has_work,
-	.prepare_sleep = srnic_raw_prepare_sleep,
+	.has_work = srnic_datagram_has_work,
+	.prepare_sleep = srnic_datagram_prepare_sleep,
 	.woken = srnic_qp_woken,
 };

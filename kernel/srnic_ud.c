@@ -336,15 +336,29 @@ void srnic_ud_drain_pd(struct srnic_dev *sdev, struct ib_pd *pd)
 
 /* ---- Engine callbacks ------------------------------------------------- */
 
-static bool srnic_ud_run(struct srnic_engine_task *task)
+/**
+ * srnic_datagram_run() - one run of a UD or raw packet QP's task
+ * @qp: the QP, not faulting (srnic_task_defer_if_faulting())
+ * @dequeue: takes the next packet (or frame) off @qp->rxq, or NULL
+ * @rx: delivers one to the QP's receive queue; the caller frees it
+ * @send_step: takes, sends and completes one send WQE; false when there
+ *	       is none or the QP left RTS
+ *
+ * A QP in the error state completes what is still posted; in RESET or
+ * INIT it drops what arrived. Otherwise a budget of receives, then one of
+ * sends.
+ *
+ * Return: whether work is left for another run.
+ */
+bool srnic_datagram_run(struct srnic_qp *qp,
+			struct sk_buff *(*dequeue)(struct srnic_qp *qp),
+			void (*rx)(struct srnic_qp *qp, struct sk_buff *skb),
+			bool (*send_step)(struct srnic_qp *qp))
 {
-	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 	unsigned int budget;
 	struct sk_buff *skb;
 	bool more;
 
-	if (srnic_task_defer_if_faulting(qp))
-		return false;
 	switch (READ_ONCE(qp->state)) {
 	case IB_QPS_ERR:
 		/* A QP in error completes what the provider still posts. */
@@ -359,21 +373,38 @@ static bool srnic_ud_run(struct srnic_engine_task *task)
 		break;
 	}
 	for (budget = SRNIC_UD_RX_BUDGET; budget; budget--) {
-		skb = srnic_rx_dequeue(qp);
+		skb = dequeue(qp);
 		if (!skb)
 			break;
-		srnic_ud_rx(qp, skb);
+		rx(qp, skb);
 		consume_skb(skb);
 	}
 	more = !skb_queue_empty_lockless(&qp->rxq);
 
 	for (budget = SRNIC_UD_SEND_BUDGET; budget; budget--)
-		if (!srnic_ud_send_step(qp))
+		if (!send_step(qp))
 			return more;
 	return true;
 }
 
-static bool srnic_ud_has_work(struct srnic_engine_task *task)
+static bool srnic_ud_run(struct srnic_engine_task *task)
+{
+	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
+
+	if (srnic_task_defer_if_faulting(qp))
+		return false;
+	return srnic_datagram_run(qp, srnic_rx_dequeue, srnic_ud_rx,
+				  srnic_ud_send_step);
+}
+
+/**
+ * srnic_datagram_has_work() - engine callback of UD and raw packet QPs:
+ * packets (or frames) queued, or posted sends in RTS
+ * @task: the QP's task
+ *
+ * Return: whether the task has work.
+ */
+bool srnic_datagram_has_work(struct srnic_engine_task *task)
 {
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 
@@ -382,17 +413,24 @@ static bool srnic_ud_has_work(struct srnic_engine_task *task)
 		srnic_wq_has_work(qp, &qp->sq));
 }
 
-static bool srnic_ud_prepare_sleep(struct srnic_engine_task *task)
+/**
+ * srnic_datagram_prepare_sleep() - engine callback of UD and raw packet
+ * QPs: ask for doorbells again, then look once more
+ * @task: the QP's task
+ *
+ * Return: whether the task has work after all.
+ */
+bool srnic_datagram_prepare_sleep(struct srnic_engine_task *task)
 {
 	struct srnic_qp *qp = container_of(task, struct srnic_qp, task);
 
 	srnic_qp_ask_doorbells(qp);
-	return srnic_ud_has_work(task);
+	return srnic_datagram_has_work(task);
 }
 
 const struct srnic_engine_task_ops srnic_ud_task_ops = {
 	.run = srnic_ud_run,
-	.has_work = srnic_ud_has_work,
-	.prepare_sleep = srnic_ud_prepare_sleep,
+	.has_work = srnic_datagram_has_work,
+	.prepare_sleep = srnic_datagram_prepare_sleep,
 	.woken = srnic_qp_woken,
 };
