@@ -615,7 +615,7 @@ extern const struct srnic_engine_task_ops srnic_ud_task_ops;
 bool srnic_datagram_run(struct srnic_qp *qp,
 			struct sk_buff *(*dequeue)(struct srnic_qp *qp),
 			void (*rx)(struct srnic_qp *qp, struct sk_buff *skb),
-			bool (*send_step)(struct srnic_qp *qp));
+			enum ib_wc_status (*send)(struct srnic_qp *qp, u64 *len));
 bool srnic_datagram_has_work(struct srnic_engine_task *task);
 bool srnic_datagram_prepare_sleep(struct srnic_engine_task *task);
 void srnic_ud_drain_sq(struct srnic_qp *qp);

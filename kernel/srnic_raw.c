@@ -753,17 +753,6 @@ static struct sk_buff *srnic_raw_dequeue(struct srnic_qp *qp)
 	return skb_dequeue(&qp->rxq);
 }
 
-static bool srnic_raw_send_step(struct srnic_qp *qp)
-{
-	enum ib_wc_status status;
-	u64 len;
-
-	if (READ_ONCE(qp->state) != IB_QPS_RTS || !srnic_req_fetch(qp))
-		return false;
-	status = srnic_raw_send(qp, &len);
-	return srnic_req_finish(qp, status, len);
-}
-
 /* Copy a queued frame to the next receive WQE and complete it. */
 static void srnic_raw_rx(struct srnic_qp *qp, struct sk_buff *skb)
 {
@@ -794,7 +783,7 @@ static bool srnic_raw_run(struct srnic_engine_task *task)
 		return false;
 	if (!qp->rss)
 		return srnic_datagram_run(qp, srnic_raw_dequeue, srnic_raw_rx,
-					  srnic_raw_send_step);
+					  srnic_raw_send);
 	/* A hash QP: frames only, whatever its state (it has none). */
 	for (budget = SRNIC_RAW_RX_BUDGET; budget; budget--) {
 		skb = skb_dequeue(&qp->rxq);

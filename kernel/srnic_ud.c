@@ -168,21 +168,6 @@ static enum ib_wc_status srnic_ud_send(struct srnic_qp *qp, u64 *len)
 	return status;
 }
 
-/*
- * Take, send and complete one WQE. Returns false when there is none or
- * the QP left RTS (a failed WQE moves it to the error state, as rxe does).
- */
-static bool srnic_ud_send_step(struct srnic_qp *qp)
-{
-	enum ib_wc_status status;
-	u64 len;
-
-	if (READ_ONCE(qp->state) != IB_QPS_RTS || !srnic_req_fetch(qp))
-		return false;
-	status = srnic_ud_send(qp, &len);
-	return srnic_req_finish(qp, status, len);
-}
-
 /* ---- Receive ---------------------------------------------------------- */
 
 /* The GRH area of a received datagram: what verbs consumers expect. */
@@ -341,21 +326,24 @@ void srnic_ud_drain_pd(struct srnic_dev *sdev, struct ib_pd *pd)
  * @qp: the QP, not faulting (srnic_task_defer_if_faulting())
  * @dequeue: takes the next packet (or frame) off @qp->rxq, or NULL
  * @rx: delivers one to the QP's receive queue; the caller frees it
- * @send_step: takes, sends and completes one send WQE; false when there
- *	       is none or the QP left RTS
+ * @send: sends the send WQE fetched into qp->req.wqe; returns its
+ *	  completion status and sets its length
  *
  * A QP in the error state completes what is still posted; in RESET or
  * INIT it drops what arrived. Otherwise a budget of receives, then one of
- * sends.
+ * sends, each taken, sent and completed while the QP is in RTS (a failed
+ * WQE moves it to the error state, as rxe does).
  *
  * Return: whether work is left for another run.
  */
 bool srnic_datagram_run(struct srnic_qp *qp,
 			struct sk_buff *(*dequeue)(struct srnic_qp *qp),
 			void (*rx)(struct srnic_qp *qp, struct sk_buff *skb),
-			bool (*send_step)(struct srnic_qp *qp))
+			enum ib_wc_status (*send)(struct srnic_qp *qp, u64 *len))
 {
+	enum ib_wc_status status;
 	unsigned int budget;
+	u64 len;
 	struct sk_buff *skb;
 	bool more;
 
@@ -381,9 +369,13 @@ bool srnic_datagram_run(struct srnic_qp *qp,
 	}
 	more = !skb_queue_empty_lockless(&qp->rxq);
 
-	for (budget = SRNIC_UD_SEND_BUDGET; budget; budget--)
-		if (!send_step(qp))
+	for (budget = SRNIC_UD_SEND_BUDGET; budget; budget--) {
+		if (READ_ONCE(qp->state) != IB_QPS_RTS || !srnic_req_fetch(qp))
 			return more;
+		status = send(qp, &len);
+		if (!srnic_req_finish(qp, status, len))
+			return more;
+	}
 	return true;
 }
 
@@ -394,7 +386,7 @@ static bool srnic_ud_run(struct srnic_engine_task *task)
 	if (srnic_task_defer_if_faulting(qp))
 		return false;
 	return srnic_datagram_run(qp, srnic_rx_dequeue, srnic_ud_rx,
-				  srnic_ud_send_step);
+				  srnic_ud_send);
 }
 
 /**
