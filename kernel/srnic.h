@@ -385,6 +385,8 @@ enum ib_wc_status srnic_sgl_get(struct srnic_dev *sdev, struct srnic_pd *pd,
 				const struct srnic_sge *sge, unsigned int num,
 				int access, struct srnic_sgl *sgl);
 int srnic_sgl_copy(const struct srnic_sgl *dst, const struct srnic_sgl *src);
+int srnic_sgl_copy_from(const struct srnic_sgl *dst,
+			const struct srnic_sgl *src, u64 from);
 int srnic_sgl_xfer(const struct srnic_sgl *sgl, u64 offset, u8 *buf, u32 len,
 		   bool into_sgl);
 int srnic_sgl_scatter(const struct srnic_sgl *sgl, u64 offset, const u8 *src,
@@ -487,6 +489,7 @@ enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 				    const struct srnic_send_wqe *wqe,
 				    struct srnic_sgl *local,
 				    enum ib_wc_status *status);
+void srnic_local_tm_rndv(struct srnic_qp *qp);
 
 /* srnic_sq.c: the send queue of every requester */
 bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode);
@@ -582,6 +585,15 @@ static inline u32 srnic_psn_add(u32 psn, u32 n)
 {
 	return (psn + n) & 0xffffff;
 }
+
+/* srnic_tm.c: tag-matching SRQs */
+int srnic_tm_create(struct srnic_srq *srq, u32 max_num_tags);
+void srnic_tm_destroy(struct srnic_srq *srq);
+int srnic_tm_op(struct srnic_srq *srq, struct ib_udata *udata);
+int srnic_tm_take(struct srnic_qp *qp, struct srnic_srq *srq, const u8 *hdr,
+		  u32 len, bool rndv, struct srnic_recv_wqe *rwqe,
+		  struct srnic_tm_match *m);
+void srnic_tm_fill_cqe(const struct srnic_tm_match *m, struct srnic_cqe *cqe);
 
 /* srnic_rss.c: work queues, indirection tables, hash QPs */
 struct ib_wq *srnic_create_wq(struct ib_pd *ibpd, struct ib_wq_init_attr *init,

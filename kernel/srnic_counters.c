@@ -59,6 +59,10 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	/* srnic's own: raw packet QPs (srnic_raw.c) */
 	[SRNIC_CNT_RAW_TX_FRAMES] = { .name = "raw_tx_frames" },
 	[SRNIC_CNT_RAW_RX_FRAMES] = { .name = "raw_rx_frames" },
+	/* srnic's own: tag-matching SRQs (srnic_tm.c) */
+	[SRNIC_CNT_TM_MATCHED] = { .name = "tm_matched_msgs" },
+	[SRNIC_CNT_TM_UNEXPECTED] = { .name = "tm_unexpected_msgs" },
+	[SRNIC_CNT_TM_RNDV_READS] = { .name = "tm_rndv_reads" },
 };
 
 static_assert(ARRAY_SIZE(srnic_counter_descs) == SRNIC_NUM_COUNTERS);

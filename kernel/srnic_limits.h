@@ -62,6 +62,14 @@
 #define SRNIC_MAX_SRQ_WR SRNIC_MAX_QP_WR
 
 /*
+ * Tag matching (srnic_tm.c): tagged buffers per SRQ, SGEs per buffer, the
+ * longest rendezvous header (TMH and RVH, and room for a protocol's own).
+ */
+#define SRNIC_MAX_TM_TAGS 1024
+#define SRNIC_TM_MAX_SGE SRNIC_TM_OP_MAX_SGE
+#define SRNIC_TM_MAX_RNDV_HDR 64
+
+/*
  * Memory regions. An MR key is (index << 8) | key byte, and the index
  * space [1, SRNIC_MAX_MR] fits the 24 bits left of the key byte. Page
  * arrays are kvcalloc()'d, which refuses more than INT_MAX bytes: 2^39

@@ -131,7 +131,7 @@ bool srnic_responder_ready(struct srnic_qp *dest)
 static int srnic_post_recv_cqe(struct srnic_qp *dest, struct srnic_srq *xsrq,
 			       u64 wr_id, enum ib_wc_status status, u8 opcode,
 			       u32 byte_len, const struct srnic_send_wqe *wqe,
-			       u32 src_qp)
+			       u32 src_qp, const struct srnic_tm_match *tm)
 {
 	struct srnic_cqe cqe = {
 		.wr_id = wr_id,
@@ -152,7 +152,159 @@ static int srnic_post_recv_cqe(struct srnic_qp *dest, struct srnic_srq *xsrq,
 		cqe.invalidated_rkey = wqe->invalidate_rkey;
 		cqe.wc_flags = SRNIC_CQE_WITH_INV;
 	}
+	if (tm && tm->wc_opcode)
+		srnic_tm_fill_cqe(tm, &cqe);
 	return srnic_cq_post(srnic_resp_cq(dest, xsrq), &cqe, solicited);
+}
+
+/*
+ * Where a SEND to @dest, a QP of the tag-matching SRQ @srq, lands
+ * (srnic_tm_take(), with the rendezvous done here: srnic_local_tm_rndv()).
+ * A rendezvous needs a receive WQE of the sender @qp for its FIN: without
+ * one it is an RNR before anything is taken. Returns as srnic_tm_take().
+ */
+static int srnic_local_take_tm(struct srnic_qp *qp, struct srnic_qp *dest,
+			       struct srnic_srq *srq,
+			       const struct srnic_sgl *src,
+			       struct srnic_recv_wqe *rwqe,
+			       struct srnic_tm_match *m)
+{
+	u8 hdr[sizeof(struct srnic_tmh) + sizeof(struct srnic_rvh)];
+	u32 len = min_t(u64, src->len, sizeof(hdr));
+
+	if (READ_ONCE(dest->state) == IB_QPS_ERR)
+		return -ENOENT;
+	if (srnic_sgl_xfer(src, 0, hdr, len, false))
+		len = 0;
+	if (len == sizeof(hdr) &&
+	    ((struct srnic_tmh *)hdr)->opcode == SRNIC_TMH_RNDV &&
+	    !srnic_wq_has_work(qp, srnic_qp_recv_wq(qp)))
+		return -ENOENT;
+	return srnic_tm_take(dest, srq, hdr, len, true, rwqe, m);
+}
+
+/*
+ * The FIN of a rendezvous: @qp, which sent its header, receives a SEND of
+ * a header with SRNIC_TMH_FIN and the tag, in its next receive WQE, from
+ * @dest. Returns false when it has none or the WQE is bad (the FIN is
+ * lost; the consumer's protocol times out, as after a lost FIN packet).
+ */
+static bool srnic_local_tm_fin(struct srnic_qp *qp, struct srnic_qp *dest,
+			       u64 tag)
+{
+	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
+	struct srnic_recv_wqe *rwqe = qp->req.rwqe;
+	struct srnic_sgl *dst = &qp->req.rsgl;
+	struct srnic_tmh fin = {
+		.opcode = SRNIC_TMH_FIN,
+		.tag = cpu_to_be64(tag),
+	};
+	struct srnic_cqe cqe = {
+		.opcode = IB_WC_RECV,
+		.qp_num = qp->ibqp.qp_num,
+		.src_qp = dest->ibqp.qp_num,
+		.byte_len = sizeof(fin),
+	};
+
+	if (!srnic_rq_take(qp, rwqe)) {
+		srnic_qp_count(qp, SRNIC_CNT_RX_DROP_NO_RECV_WQE);
+		return false;
+	}
+	cqe.wr_id = rwqe->wr_id;
+	if (rwqe->num_sge > srnic_qp_recv_wq(qp)->max_sge ||
+	    srnic_sgl_get(sdev, srnic_resp_pd(qp, NULL),
+			  (const struct srnic_sge *)(rwqe + 1), rwqe->num_sge,
+			  IB_ACCESS_LOCAL_WRITE, dst) != IB_WC_SUCCESS) {
+		cqe.status = IB_WC_LOC_PROT_ERR;
+	} else {
+		if (dst->len < sizeof(fin))
+			cqe.status = IB_WC_LOC_LEN_ERR;
+		else if (srnic_sgl_scatter(dst, 0, (const u8 *)&fin,
+					   sizeof(fin)))
+			cqe.status = IB_WC_LOC_PROT_ERR;
+		srnic_sgl_put(dst);
+	}
+	if (cqe.status != IB_WC_SUCCESS)
+		cqe.byte_len = 0;
+	if (srnic_cq_post(srnic_resp_cq(qp, NULL), &cqe, false) ||
+	    cqe.status != IB_WC_SUCCESS)
+		srnic_qp_to_error(qp, 0);
+	return cqe.status == IB_WC_SUCCESS;
+}
+
+/**
+ * srnic_local_tm_rndv() - finish a rendezvous matched by local delivery
+ * @qp: the requester whose SEND carried the rendezvous header to a
+ *	tagged buffer (@qp->req.tm_rndv), once that SEND completed
+ *
+ * The tagged buffer (the receive WQE in @qp->req.rwqe) is filled by a
+ * READ of the buffer the header named, checked as @qp's responder checks
+ * a READ; @qp then receives the FIN (srnic_local_tm_fin()), and the
+ * buffer's second completion (IBV_WC_TM_RECV with TM_DATA_VALID) says the
+ * data is there, or the READ's error. As a NIC orders them: the sender's
+ * SEND completion, the data, the FIN, the data's completion.
+ */
+void srnic_local_tm_rndv(struct srnic_qp *qp)
+{
+	struct srnic_tm_match *m = &qp->req.tm_rndv;
+	struct srnic_qp *dest = srnic_local_dest_get(qp);
+	struct srnic_recv_wqe *rwqe = qp->req.rwqe;
+	struct srnic_sgl *dst = &qp->req.rsgl;
+	struct srnic_mr *mr = NULL;
+	struct srnic_seg seg = {};
+	struct srnic_sgl src = { .seg = &seg, .max = 1 };
+	struct srnic_cqe cqe = {
+		.wr_id = rwqe->wr_id,
+		.opcode = SRNIC_WC_TM_RECV,
+		.wc_flags = SRNIC_CQE_TM_DATA_VALID,
+		.qp_num = qp->attrs.dest_qp_num,
+		.src_qp = qp->ibqp.qp_num,
+	};
+
+	m->rndv = false;
+	if (!dest)
+		return;
+	if (!srnic_resp_op_allowed(qp, IB_ACCESS_REMOTE_READ, NULL)) {
+		cqe.status = IB_WC_REM_INV_REQ_ERR;
+		goto complete;
+	}
+	if (m->rndv_len) {
+		mr = srnic_rkey_lookup(qp, srnic_resp_pd(qp, NULL),
+				       m->rndv_rkey, IB_ACCESS_REMOTE_READ,
+				       m->rndv_va, m->rndv_len);
+		if (IS_ERR(mr)) {
+			cqe.status = IB_WC_REM_ACCESS_ERR;
+			goto complete;
+		}
+		seg = (struct srnic_seg) {
+			.mr = mr, .iova = m->rndv_va, .len = m->rndv_len,
+		};
+		src.num = 1;
+		src.len = m->rndv_len;
+	}
+	cqe.status = srnic_sgl_get(to_srnic_dev(dest->ibqp.device),
+				   srnic_resp_pd(dest, NULL),
+				   (const struct srnic_sge *)(rwqe + 1),
+				   rwqe->num_sge, IB_ACCESS_LOCAL_WRITE, dst);
+	if (cqe.status == IB_WC_SUCCESS) {
+		if (dst->len < src.len)
+			cqe.status = IB_WC_LOC_LEN_ERR;
+		else if (srnic_sgl_copy(dst, &src))
+			cqe.status = IB_WC_REM_ACCESS_ERR;
+		srnic_sgl_put(dst);
+	}
+	if (mr)
+		srnic_mr_put(mr);
+	if (cqe.status == IB_WC_SUCCESS) {
+		srnic_qp_count(dest, SRNIC_CNT_TM_RNDV_READS);
+		cqe.byte_len = src.len;
+		if (!srnic_local_tm_fin(qp, dest, m->tag))
+			cqe.status = SRNIC_WC_TM_RNDV_INCOMPLETE;
+	}
+complete:
+	if (srnic_cq_post(srnic_resp_cq(dest, NULL), &cqe, false))
+		srnic_qp_to_error(dest, 0);
+	srnic_qp_put(dest);
 }
 
 /*
@@ -178,16 +330,31 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 	struct srnic_sgl *dst = &qp->req.rsgl;
 	u8 opcode = deliver_payload ? IB_WC_RECV : IB_WC_RECV_RDMA_WITH_IMM;
 	struct srnic_wq *rq = srnic_resp_wq(dest, xsrq);
+	struct srnic_srq *tm_srq = deliver_payload ? srnic_qp_tm_srq(dest) :
+						     NULL;
+	struct srnic_tm_match tm = {};
 	enum ib_wc_status rstatus;
 	int err;
 
 	/* Only taking the WQE is serialised; the copy runs unlocked. */
-	err = srnic_resp_rq_take(dest, xsrq, rwqe, deliver_payload &&
-				 !srnic_qp_acked(qp) ? src->len : 0);
+	if (tm_srq)
+		err = srnic_local_take_tm(qp, dest, tm_srq, src, rwqe, &tm);
+	else
+		err = srnic_resp_rq_take(dest, xsrq, rwqe, deliver_payload &&
+					 !srnic_qp_acked(qp) ? src->len : 0);
 	if (err == -EMSGSIZE)
 		return srnic_nak_wc_status(SRNIC_NAK_INVALID_REQUEST);
 	if (err) {
 		*rnr = true;
+		return IB_WC_SUCCESS;
+	}
+	/* A rendezvous: its data once the SEND completed. */
+	if (tm.rndv && rwqe->num_sge <= rq->max_sge) {
+		qp->req.tm_rndv = tm;
+		if (srnic_post_recv_cqe(dest, xsrq, rwqe->wr_id, IB_WC_SUCCESS,
+					opcode, tm.rndv_len, wqe,
+					qp->ibqp.qp_num, &tm))
+			*dest_fatal = true;
 		return IB_WC_SUCCESS;
 	}
 
@@ -198,13 +365,13 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 		rstatus = srnic_sgl_get(ddev, srnic_resp_pd(dest, xsrq), sge,
 					rwqe->num_sge, IB_ACCESS_LOCAL_WRITE,
 					dst);
-		if (rstatus == IB_WC_SUCCESS && dst->len < src->len) {
+		if (rstatus == IB_WC_SUCCESS && dst->len < src->len - tm.skip) {
 			srnic_sgl_put(dst);
 			rstatus = IB_WC_LOC_LEN_ERR;
 		}
 		if (rstatus == IB_WC_SUCCESS) {
 			/* An ODP page either side the process lacks. */
-			if (srnic_sgl_copy(dst, src))
+			if (srnic_sgl_copy_from(dst, src, tm.skip))
 				rstatus = IB_WC_LOC_PROT_ERR;
 			srnic_sgl_put(dst);
 		}
@@ -215,8 +382,8 @@ static enum ib_wc_status srnic_local_receive(struct srnic_qp *qp,
 		rstatus = IB_WC_REM_INV_REQ_ERR;
 	/* The receive completion goes out before the requester's. */
 	if (srnic_post_recv_cqe(dest, xsrq, rwqe->wr_id, rstatus, opcode,
-				rstatus == IB_WC_SUCCESS ? src->len : 0, wqe,
-				qp->ibqp.qp_num))
+				rstatus == IB_WC_SUCCESS ? src->len - tm.skip :
+				0, wqe, qp->ibqp.qp_num, &tm))
 		*dest_fatal = true;
 
 	if (rstatus == IB_WC_SUCCESS)

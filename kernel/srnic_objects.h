@@ -89,6 +89,9 @@ enum srnic_counter {
 	SRNIC_CNT_RX_READ_KEPT,		/* READ responses ahead kept */
 	SRNIC_CNT_RAW_TX_FRAMES,	/* raw packet QPs: frames sent */
 	SRNIC_CNT_RAW_RX_FRAMES,	/* raw packet QPs: frames received */
+	SRNIC_CNT_TM_MATCHED,		/* tagged messages a posted tag took */
+	SRNIC_CNT_TM_UNEXPECTED,	/* tagged messages no posted tag took */
+	SRNIC_CNT_TM_RNDV_READS,	/* rendezvous whose data was read */
 	SRNIC_NUM_COUNTERS,
 };
 
@@ -222,6 +225,7 @@ enum srnic_fault_kind {
 
 struct srnic_fault;
 struct srnic_ring_chunk;
+struct srnic_tm;
 
 /* One probability file in debugfs. */
 struct srnic_fault_knob {
@@ -733,6 +737,7 @@ struct srnic_rss {
  * @xrcd: an XRC SRQ's domain, NULL for a basic SRQ
  * @ref: XRC SRQs: references; srnic_xrc_srq_get() takes one
  * @released: XRC SRQs: completed when @ref drops to zero
+ * @tm: a tag-matching SRQ's tag list (srnic_tm.c), NULL for others
  */
 struct srnic_srq {
 	struct ib_srq ibsrq;
@@ -742,6 +747,33 @@ struct srnic_srq {
 	struct srnic_xrcd *xrcd;
 	refcount_t ref;
 	struct completion released;
+	struct srnic_tm *tm;
+};
+
+/**
+ * struct srnic_tm_match - where a message to a tag-matching SRQ landed
+ *			   (srnic_tm_take())
+ * @wc_opcode: its receive completion's opcode (SRNIC_WC_TM_RECV or
+ *	       SRNIC_WC_TM_NO_TAG); 0 for a QP without a tag-matching SRQ
+ * @wc_flags: SRNIC_CQE_TM_MATCH, SRNIC_CQE_TM_DATA_VALID
+ * @skip: bytes of the message's start not placed (an eager header)
+ * @rndv: a matched rendezvous: the data is READ from @rndv_va
+ * @tag: the matched tag (with SRNIC_CQE_TM_MATCH)
+ * @priv: the header's app_ctx (with SRNIC_CQE_TM_MATCH)
+ * @rndv_va: the rendezvous' remote buffer
+ * @rndv_rkey: its R_Key
+ * @rndv_len: its length
+ */
+struct srnic_tm_match {
+	u8 wc_opcode;
+	u8 wc_flags;
+	u8 skip;
+	bool rndv;
+	u64 tag;
+	u32 priv;
+	u64 rndv_va;
+	u32 rndv_rkey;
+	u32 rndv_len;
 };
 
 /**
@@ -927,6 +959,9 @@ struct srnic_rate {
  * @rnr_hrtimer: reschedules the task at @rnr_until (a high-resolution
  *		 timer: RNR timers go down to 10 us, a jiffy is 4 ms)
  * @fatal: a completion was lost (CQ overrun): go to the error state
+ * @tm_rndv: local delivery: the rendezvous the last SEND matched in its
+ *	     destination's tag-matching SRQ (its tagged buffer in @rwqe),
+ *	     done once the SEND completed (srnic_local_tm_rndv())
  *
  * Over the wire, the WQEs between the SQ's consumer index and @next_index
  * are outstanding (sent or being sent), oldest first:
@@ -1028,6 +1063,7 @@ struct srnic_req {
 	u64 rnr_until;
 	struct hrtimer rnr_hrtimer;
 	bool fatal;
+	struct srnic_tm_match tm_rndv;
 
 	struct srnic_req_wqe *wqes;
 	u32 next_index;
@@ -1159,6 +1195,7 @@ enum srnic_resp_msg {
  * @xsrqn: XRC_TGT: the XRC SRQ number of the message in progress (of
  *	   @rwqe while @have_rwqe)
  * @read_pd: the PD the READ being answered was checked against
+ * @tm: a QP of a tag-matching SRQ: where the SEND being received lands
  *
  * @sgl, @write_mr and @read_mr hold MR references only during one run of
  * the QP's task: srnic_resp_put_mrs() drops them after each, and the next
@@ -1198,6 +1235,7 @@ struct srnic_resp {
 	struct srnic_srq *xsrq;
 	u32 xsrqn;
 	struct srnic_pd *read_pd;
+	struct srnic_tm_match tm;
 };
 
 /**
@@ -1450,9 +1488,20 @@ static inline struct srnic_pd *srnic_resp_pd(struct srnic_qp *qp,
 	return to_srnic_pd(xsrq ? xsrq->ibsrq.pd : qp->ibqp.pd);
 }
 
+/* The tag-matching SRQ of @qp, or NULL (srnic_tm.c). */
+static inline struct srnic_srq *srnic_qp_tm_srq(struct srnic_qp *qp)
+{
+	struct ib_srq *srq = qp->ibqp.srq;
+
+	return srq && srq->srq_type == IB_SRQT_TM ? to_srnic_srq(srq) : NULL;
+}
+
+/* An XRC or tag-matching SRQ's receive completions go to its own CQ. */
 static inline struct srnic_cq *srnic_resp_cq(struct srnic_qp *qp,
 					     struct srnic_srq *xsrq)
 {
+	if (!xsrq)
+		xsrq = srnic_qp_tm_srq(qp);
 	return to_srnic_cq(xsrq ? xsrq->ibsrq.ext.cq : qp->ibqp.recv_cq);
 }
 

@@ -229,7 +229,10 @@ int srnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	     !xrc_tgt && (init->qp_type != IB_QPT_GSI || udata) &&
 	     (init->qp_type != IB_QPT_RAW_PACKET || !udata)) ||
 	    init->create_flags ||
-	    (init->srq && init->srq->srq_type != IB_SRQT_BASIC))
+	    (init->srq && init->srq->srq_type != IB_SRQT_BASIC &&
+	     /* Tag matching is for RC (IB_TM_CAP_RNDV_RC). */
+	     (init->srq->srq_type != IB_SRQT_TM ||
+	      init->qp_type != IB_QPT_RC)))
 		return -EOPNOTSUPP;
 	if (hash) {
 		err = srnic_rss_qp_init(qp, init, udata);

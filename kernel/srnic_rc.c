@@ -58,6 +58,7 @@ static bool srnic_req_step(struct srnic_qp *qp, u64 *bytes)
 	struct srnic_sgl *local = &qp->req.sgl;
 	enum ib_wc_status status;
 	enum srnic_exec exec;
+	bool ok;
 	u64 len;
 
 	if (READ_ONCE(qp->state) != IB_QPS_RTS)
@@ -119,7 +120,11 @@ static bool srnic_req_step(struct srnic_qp *qp, u64 *bytes)
 	qp->req.rnr_retries_left = qp->attrs.rnr_retry;
 	qp->req.retries_left = qp->attrs.retry_cnt;
 
-	return srnic_req_finish(qp, status, len);
+	ok = srnic_req_finish(qp, status, len);
+	/* A rendezvous the SEND matched reads its data now (srnic_tm.c). */
+	if (unlikely(qp->req.tm_rndv.rndv))
+		srnic_local_tm_rndv(qp);
+	return ok;
 }
 
 /* ---- Engine callbacks ------------------------------------------------- */

@@ -445,6 +445,8 @@ static void srnic_resp_complete(struct srnic_qp *qp, enum ib_wc_status status,
 						      (skb->data + pkt->ieth));
 		cqe.wc_flags = SRNIC_CQE_WITH_INV;
 	}
+	if (qp->resp.tm.wc_opcode)
+		srnic_tm_fill_cqe(&qp->resp.tm, &cqe);
 	err = srnic_cq_post(cq, &cqe, pkt && pkt->solicited);
 	if (xsrq)
 		srnic_srq_put(xsrq);
@@ -464,6 +466,7 @@ static void srnic_resp_end_message(struct srnic_qp *qp)
 	resp->write_mr = NULL;
 	resp->msg = SRNIC_RESP_IDLE;
 	resp->offset = 0;
+	resp->tm.wc_opcode = 0;
 }
 
 /*
@@ -541,15 +544,42 @@ static enum srnic_resp_verdict srnic_resp_fatal(struct srnic_qp *qp,
 	return SRNIC_RESP_FATAL;
 }
 
-/* Take a receive WQE for a SEND or a WRITE with immediate data. */
+/*
+ * Where the SEND beginning with @pkt lands, for a QP of a tag-matching
+ * SRQ: its next receive WQE or a tagged buffer, after the header in the
+ * packet's first bytes (srnic_tm_take(); a rendezvous over the wire is
+ * for the consumer's software). Returns as srnic_srq_take().
+ */
+static int srnic_resp_take_tm(struct srnic_qp *qp, struct srnic_srq *srq,
+			      const struct sk_buff *skb,
+			      const struct srnic_pkt *pkt)
+{
+	u8 hdr[sizeof(struct srnic_tmh) + sizeof(struct srnic_rvh)];
+	u32 len = min_t(u32, pkt->payload_len, sizeof(hdr));
+
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		return -ENOENT;
+	if (skb_copy_bits(skb, pkt->hdr_len, hdr, len))
+		len = 0;
+	return srnic_tm_take(qp, srq, hdr, len, false, qp->resp.rwqe,
+			     &qp->resp.tm);
+}
+
+/*
+ * Take a receive WQE for a SEND (@skb: its first packet) or a WRITE with
+ * immediate data (@skb NULL).
+ */
 static enum srnic_resp_verdict srnic_resp_take_rwqe(struct srnic_qp *qp,
+						    const struct sk_buff *skb,
 						    const struct srnic_pkt *pkt)
 {
+	struct srnic_srq *tm_srq = skb ? srnic_qp_tm_srq(qp) : NULL;
 	struct srnic_resp *resp = &qp->resp;
 
 	if (resp->have_rwqe)
 		return SRNIC_RESP_OK;
-	if (srnic_resp_rq_take(qp, resp->xsrq, resp->rwqe, 0)) {
+	if (tm_srq ? srnic_resp_take_tm(qp, tm_srq, skb, pkt) :
+	    srnic_resp_rq_take(qp, resp->xsrq, resp->rwqe, 0)) {
 		if (!srnic_qp_acked(qp)) {
 			srnic_qp_count(qp, SRNIC_CNT_RX_DROP_NO_RECV_WQE);
 			return SRNIC_RESP_DROP;
@@ -575,13 +605,23 @@ static enum srnic_resp_verdict srnic_resp_send(struct srnic_qp *qp,
 	struct srnic_dev *sdev = to_srnic_dev(qp->ibqp.device);
 	struct srnic_resp *resp = &qp->resp;
 	enum srnic_resp_verdict v;
+	struct srnic_pkt body;
+	u8 skip = 0;
 
 	if (pkt->flags & SRNIC_OPF_FIRST) {
-		v = srnic_resp_take_rwqe(qp, pkt);
+		v = srnic_resp_take_rwqe(qp, skb, pkt);
 		if (v != SRNIC_RESP_OK)
 			return v;
 		resp->msg = SRNIC_RESP_SEND;
 		resp->offset = 0;
+		/* A tagged buffer takes what follows the eager header. */
+		skip = resp->tm.skip;
+	}
+	if (skip) {
+		body = *pkt;
+		body.hdr_len += skip;
+		body.payload_len -= skip;
+		pkt = &body;
 	}
 	/* Resolved for the first packet, again after srnic_resp_put_mrs(). */
 	if (!resp->sgl.len &&
@@ -641,7 +681,7 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 		/* An RNR must come before any byte is written. */
 		if (pkt->immdt &&
 		    !srnic_wq_has_work(qp, srnic_resp_wq(qp, resp->xsrq))) {
-			v = srnic_resp_take_rwqe(qp, pkt);
+			v = srnic_resp_take_rwqe(qp, NULL, pkt);
 			if (v != SRNIC_RESP_OK)
 				return v;
 		}
@@ -671,7 +711,7 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_LOC_LEN_ERR);
 	if (pkt->immdt) {
-		v = srnic_resp_take_rwqe(qp, pkt);
+		v = srnic_resp_take_rwqe(qp, NULL, pkt);
 		if (v != SRNIC_RESP_OK)
 			return v;	/* nothing of this packet written */
 	}

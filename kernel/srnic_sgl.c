@@ -130,9 +130,22 @@ static int srnic_seg_copy(const struct srnic_seg *dst, u64 doff,
  */
 int srnic_sgl_copy(const struct srnic_sgl *dst, const struct srnic_sgl *src)
 {
+	return srnic_sgl_copy_from(dst, src, 0);
+}
+
+/*
+ * Copy @src from its byte @from on into the start of @dst, which must be
+ * large enough. Returns as srnic_sgl_copy().
+ */
+int srnic_sgl_copy_from(const struct srnic_sgl *dst,
+			const struct srnic_sgl *src, u64 from)
+{
 	unsigned int d = 0, s = 0;
-	u64 doff = 0, soff = 0;
+	u64 doff = 0, soff = from;
 	int err;
+
+	while (s < src->num && soff >= src->seg[s].len)
+		soff -= src->seg[s++].len;
 
 	while (s < src->num && d < dst->num) {
 		u32 n = min_t(u64, src->seg[s].len - soff,

@@ -55,8 +55,8 @@ static void srnic_srq_event(struct srnic_srq *srq, enum ib_event_type type)
  * @udata: driver data of a user SRQ (struct srnic_create_srq_req and
  *	   _resp); NULL for a kernel SRQ
  *
- * Basic and XRC SRQs (an XRC SRQ needs its domain and its CQ);
- * tag-matching SRQs are EOPNOTSUPP.
+ * Basic, XRC and tag-matching SRQs (an XRC SRQ needs its domain and its
+ * CQ, a tag-matching one its CQ and max_num_tags: srnic_tm.c).
  */
 int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
@@ -67,10 +67,12 @@ int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct srnic_create_srq_resp resp = {};
 	int id, err;
 
-	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC)
+	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC &&
+	    init->srq_type != IB_SRQT_TM)
 		return -EOPNOTSUPP;
-	if (init->srq_type == IB_SRQT_XRC &&
-	    (!init->ext.xrc.xrcd || !init->ext.cq))
+	if ((init->srq_type == IB_SRQT_XRC &&
+	     (!init->ext.xrc.xrcd || !init->ext.cq)) ||
+	    (init->srq_type == IB_SRQT_TM && !init->ext.cq))
 		return -EINVAL;
 	if (!attr->max_wr || attr->max_wr > SRNIC_MAX_SRQ_WR ||
 	    attr->max_sge > SRNIC_MAX_SGE)
@@ -89,6 +91,13 @@ int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (init->srq_type == IB_SRQT_XRC)
 		ibsrq->ext.xrc.srq_num = id;
 	srq->limit = 0;
+	srq->tm = NULL;
+	if (init->srq_type == IB_SRQT_TM) {
+		err = srnic_tm_create(srq,
+				      init->ext.tag_matching.max_num_tags);
+		if (err)
+			goto err_free_id;
+	}
 
 	err = srnic_wq_init(&srq->rq, NULL, attr->max_wr,
 			    sizeof(struct srnic_recv_wqe),
@@ -118,6 +127,10 @@ int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	attr->max_sge = srq->rq.max_sge;
 	attr->srq_limit = 0;
 
+	/* Its receive and list completions end any loan of the CQ. */
+	if (srq->tm)
+		srnic_direct_cq_user_add(to_srnic_cq(init->ext.cq));
+
 	if (init->srq_type == IB_SRQT_XRC) {
 		refcount_set(&srq->ref, 1);
 		init_completion(&srq->released);
@@ -137,6 +150,7 @@ int srnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 err_destroy_ring:
 	srnic_queue_destroy(&srq->rq.ring);
 err_free_id:
+	srnic_tm_destroy(srq);
 	ida_free(&sdev->srq_ids, srq->srqn);
 	return err;
 }
@@ -147,7 +161,8 @@ err_free_id:
  * @attr: new attributes
  * @mask: IB_SRQ_LIMIT arms the limit (0 disarms it); IB_SRQ_MAX_WR
  *	  (resizing) is EOPNOTSUPP
- * @udata: driver data; srnic defines none
+ * @udata: driver data: none, or for a tag-matching SRQ with @mask 0, one
+ *	   operation on its tag list (struct srnic_tm_op: srnic_tm_op())
  */
 int srnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
@@ -157,6 +172,8 @@ int srnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 
 	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
 		return -EINVAL;
+	if (srq->tm && !mask && udata && udata->inlen)
+		return srnic_tm_op(srq, udata);
 	if (udata && udata->inlen &&
 	    !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EOPNOTSUPP;
@@ -209,6 +226,10 @@ int srnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 		wait_for_completion(&srq->released);
 		srnic_direct_cq_user_del(to_srnic_cq(ibsrq->ext.cq));
 		srnic_cq_wait_events(to_srnic_cq(ibsrq->ext.cq));
+	}
+	if (srq->tm) {
+		srnic_direct_cq_user_del(to_srnic_cq(ibsrq->ext.cq));
+		srnic_tm_destroy(srq);
 	}
 	srnic_queue_destroy(&srq->rq.ring);
 	ida_free(&sdev->srq_ids, srq->srqn);

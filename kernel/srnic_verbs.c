@@ -61,6 +61,12 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->rss_caps.max_rwq_indirection_tables = SRNIC_MAX_QP;
 	attr->rss_caps.max_rwq_indirection_table_size =
 		BIT(SRNIC_MAX_LOG_RWQ_IND_TABLE);
+	/* Tag-matching SRQs (srnic_tm.c); list operations never wait. */
+	attr->tm_caps.max_rndv_hdr_size = SRNIC_TM_MAX_RNDV_HDR;
+	attr->tm_caps.max_num_tags = SRNIC_MAX_TM_TAGS;
+	attr->tm_caps.flags = IB_TM_CAP_RNDV_RC;
+	attr->tm_caps.max_ops = SRNIC_MAX_TM_TAGS;
+	attr->tm_caps.max_sge = SRNIC_TM_MAX_SGE;
 	attr->vendor_id = SRNIC_VENDOR_ID;
 	attr->vendor_part_id = SRNIC_VENDOR_PART_ID;
 	attr->hw_ver = SRNIC_ABI_VERSION;

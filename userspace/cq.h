@@ -105,7 +105,18 @@ static_assert(sizeof(ResizeCqResp) ==
 // The CQE flag values are libibverbs' own (srnic-abi.h says so).
 static_assert(int{SRNIC_CQE_GRH} == int{IBV_WC_GRH} &&
 	      int{SRNIC_CQE_WITH_IMM} == int{IBV_WC_WITH_IMM} &&
-	      int{SRNIC_CQE_WITH_INV} == int{IBV_WC_WITH_INV});
+	      int{SRNIC_CQE_WITH_INV} == int{IBV_WC_WITH_INV} &&
+	      int{SRNIC_CQE_TM_SYNC_REQ} == int{IBV_WC_TM_SYNC_REQ} &&
+	      int{SRNIC_CQE_TM_MATCH} == int{IBV_WC_TM_MATCH} &&
+	      int{SRNIC_CQE_TM_DATA_VALID} == int{IBV_WC_TM_DATA_VALID});
+// And so are tag matching's opcodes and statuses.
+static_assert(int{SRNIC_WC_TM_ERR} == int{IBV_WC_TM_ERR} &&
+	      int{SRNIC_WC_TM_RNDV_INCOMPLETE} == int{IBV_WC_TM_RNDV_INCOMPLETE} &&
+	      int{SRNIC_WC_TM_ADD} == int{IBV_WC_TM_ADD} &&
+	      int{SRNIC_WC_TM_DEL} == int{IBV_WC_TM_DEL} &&
+	      int{SRNIC_WC_TM_SYNC} == int{IBV_WC_TM_SYNC} &&
+	      int{SRNIC_WC_TM_RECV} == int{IBV_WC_TM_RECV} &&
+	      int{SRNIC_WC_TM_NO_TAG} == int{IBV_WC_TM_NO_TAG});
 
 // ---- CQE decoding ------------------------------------------------------------
 //

@@ -100,6 +100,15 @@ uint32_t read_byte_len(ibv_cq_ex *cqx) noexcept
 	return current(cqx).byte_len;
 }
 
+// The tag and the header's app_ctx of a completion with IBV_WC_TM_MATCH
+// (0 otherwise).
+void read_tm_info(ibv_cq_ex *cqx, ibv_wc_tm_info *tm_info) noexcept
+{
+	const srnic_cqe &cqe = current(cqx);
+	tm_info->tag = cqe.tm_tag;
+	tm_info->priv = cqe.tm_priv;
+}
+
 // Also what ibv_wc_read_invalidated_rkey() reads, as is (no byte swap): the
 // invalidated rkey in host order for a completion with IBV_WC_WITH_INV.
 __be32 read_imm_data(ibv_cq_ex *cqx) noexcept
@@ -147,7 +156,7 @@ struct CreateCqExResp {
 static_assert(sizeof(CreateCqExResp) ==
 	      sizeof(ibv_create_cq_ex_resp_core) + sizeof(srnic_create_cq_resp));
 
-// Whether srnic can honour attr: standard wc_flags only, and of the
+// Whether srnic can honour attr: standard wc_flags and tag matching's, and of the
 // creation flags only the single-threaded hint (the CQ locks anyway); a CQ
 // that may overrun unnoticed is not offered. A parent domain is accepted
 // (IBV_CQ_INIT_ATTR_MASK_PD; checked by create_cq_ex): its allocators have
@@ -187,6 +196,8 @@ void install_cq_ex_readers(Cq &cq, uint64_t wc_flags) noexcept
 		cqx.read_sl = read_sl;
 	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
 		cqx.read_dlid_path_bits = read_dlid_path_bits;
+	if (wc_flags & IBV_WC_EX_WITH_TM_INFO)
+		cqx.read_tm_info = read_tm_info;
 }
 
 ibv_cq_ex *create_cq_ex(ibv_context *ibctx, ibv_cq_init_attr_ex *attr) noexcept

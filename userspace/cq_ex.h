@@ -21,8 +21,10 @@ namespace srnic
 {
 
 // The wc_flags (IBV_WC_EX_WITH_*) srnic's CQEs can answer: every standard
-// one. Completion timestamps are not: the kernel does not stamp CQEs.
-inline constexpr uint64_t supported_wc_flags = IBV_WC_STANDARD_FLAGS;
+// one, and tag matching's. Completion timestamps are not: the kernel does
+// not stamp CQEs.
+inline constexpr uint64_t supported_wc_flags =
+	uint64_t{IBV_WC_STANDARD_FLAGS} | uint64_t{IBV_WC_EX_WITH_TM_INFO};
 
 // Fills cq.vcq.cq_ex's poll functions and the readers wc_flags asks for
 // (a subset of supported_wc_flags).

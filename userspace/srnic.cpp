@@ -101,6 +101,7 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.poll_cq = srnic::poll_cq,
 	.post_recv = srnic::post_recv,
 	.post_send = srnic::post_send,
+	.post_srq_ops = srnic::post_srq_ops,
 	.post_srq_recv = srnic::post_srq_recv,
 	.query_device_ex = srnic::query_device_ex,
 	.query_port = srnic::query_port,

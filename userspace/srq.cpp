@@ -4,7 +4,10 @@
 #include "context.h"
 #include "log.h"
 
+#include <infiniband/tm_types.h>
+
 #include <cerrno>
+#include <cstddef>
 #include <memory>
 #include <new>
 
@@ -22,19 +25,21 @@ ibv_srq *create_srq_ex(ibv_context *ibctx, ibv_srq_init_attr_ex *attr) noexcept
 {
 	Context *ctx = to_srnic_context(ibctx);
 	const uint32_t comp_mask = attr->comp_mask;
-	// A basic SRQ in a PD, or an XRC SRQ (in a PD, an XRC domain, with its
-	// own CQ); tag-matching SRQs (and their TM attributes) are not
-	// implemented.
-	const bool xrc = (comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC;
-	if ((comp_mask & ~(IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE |
-			   IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ)) ||
-	    ((comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC && !xrc)) {
+	// A basic SRQ in a PD, an XRC SRQ (in a PD, an XRC domain, with its own
+	// CQ) or a tag-matching SRQ (in a PD, with its own CQ and a tag list).
+	const bool typed = comp_mask & IBV_SRQ_INIT_ATTR_TYPE;
+	const bool xrc = typed && attr->srq_type == IBV_SRQT_XRC;
+	const bool tm = typed && attr->srq_type == IBV_SRQT_TM;
+	if ((comp_mask & ~(IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
+			   IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM)) ||
+	    (typed && attr->srq_type != IBV_SRQT_BASIC && !xrc && !tm)) {
 		errno = EOPNOTSUPP;
 		return nullptr;
 	}
 	if (!(comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
-	    (xrc && (!(comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd ||
-		     !(comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq))) {
+	    (xrc && (!(comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd)) ||
+	    ((xrc || tm) && (!(comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq)) ||
+	    (tm && (!(comp_mask & IBV_SRQ_INIT_ATTR_TM) || !attr->tm_cap.max_num_tags))) {
 		errno = EINVAL;
 		return nullptr;
 	}
@@ -70,6 +75,8 @@ ibv_srq *create_srq_ex(ibv_context *ibctx, ibv_srq_init_attr_ex *attr) noexcept
 	srq->rq.emplace(srq->ring.view());
 	srq->max_sge = attr->attr.max_sge;
 	srq->srqn = resp.driver.srqn;
+	if (tm)
+		srq->tm_max_tags = attr->tm_cap.max_num_tags;
 	ibv_srq &ibsrq = srq->vsrq.srq;
 	// What libibverbs' ibv_create_srq() also sets, for the _ex path.
 	ibsrq.srq_context = attr->srq_context;
@@ -108,6 +115,93 @@ int modify_srq(ibv_srq *ibsrq, ibv_srq_attr *attr, int attr_mask) noexcept
 {
 	struct ibv_modify_srq cmd = {};
 	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+namespace
+{
+
+// The tag-matching values are libibverbs' own (srnic-abi.h says so).
+static_assert(int{SRNIC_TMH_NO_TAG} == int{IBV_TMH_NO_TAG} && int{SRNIC_TMH_RNDV} == int{IBV_TMH_RNDV} &&
+	      int{SRNIC_TMH_FIN} == int{IBV_TMH_FIN} && int{SRNIC_TMH_EAGER} == int{IBV_TMH_EAGER} &&
+	      int{SRNIC_TM_OP_ADD} == int{IBV_WR_TAG_ADD} && int{SRNIC_TM_OP_DEL} == int{IBV_WR_TAG_DEL} &&
+	      int{SRNIC_TM_OP_SYNC} == int{IBV_WR_TAG_SYNC} &&
+	      int{SRNIC_TM_OP_SIGNALED} == int{IBV_OPS_SIGNALED} &&
+	      int{SRNIC_TM_OP_SYNC_CNT} == int{IBV_OPS_TM_SYNC});
+static_assert(sizeof(srnic_tmh) == sizeof(ibv_tmh) && sizeof(srnic_rvh) == sizeof(ibv_rvh));
+
+// A modify_srq command carrying one tag-list operation and its SGEs.
+struct TmOpCmd {
+	struct ibv_modify_srq ibv_cmd;
+	srnic_tm_op op;
+	srnic_sge sge[SRNIC_TM_OP_MAX_SGE];
+};
+
+// Sends one operation; returns the command's errno (EBUSY: the ADD's
+// handle is in use).
+[[nodiscard]] int send_tm_op(ibv_srq *ibsrq, TmOpCmd &cmd) noexcept
+{
+	ibv_srq_attr attr = {};
+	const size_t size = offsetof(TmOpCmd, sge) + cmd.op.num_sge * sizeof(srnic_sge);
+	return ibv_cmd_modify_srq(ibsrq, &attr, 0, &cmd.ibv_cmd, size);
+}
+
+// An ADD under the first free handle from tm_next_handle on; the handle
+// goes back in wr.tm.handle.
+[[nodiscard]] int add_tag(Srq &srq, ibv_ops_wr &wr, TmOpCmd &cmd) noexcept
+{
+	if (wr.tm.add.num_sge < 0 || static_cast<uint32_t>(wr.tm.add.num_sge) > SRNIC_TM_OP_MAX_SGE ||
+	    static_cast<uint32_t>(wr.tm.add.num_sge) > srq.max_sge ||
+	    (wr.tm.add.num_sge && !wr.tm.add.sg_list))
+		return EINVAL;
+	cmd.op.num_sge = static_cast<uint16_t>(wr.tm.add.num_sge);
+	cmd.op.recv_wr_id = wr.tm.add.recv_wr_id;
+	cmd.op.tag = wr.tm.add.tag;
+	cmd.op.mask = wr.tm.add.mask;
+	for (int i = 0; i < wr.tm.add.num_sge; i++)
+		cmd.sge[i] = srnic_sge{.addr = wr.tm.add.sg_list[i].addr,
+				       .length = wr.tm.add.sg_list[i].length,
+				       .lkey = wr.tm.add.sg_list[i].lkey};
+	for (uint32_t tries = 0; tries < srq.tm_max_tags; tries++) {
+		const uint32_t handle =
+			srq.tm_next_handle.fetch_add(1, std::memory_order_relaxed) % srq.tm_max_tags;
+		cmd.op.handle = handle;
+		const int err = send_tm_op(&srq.vsrq.srq, cmd);
+		if (err != EBUSY) {
+			if (!err)
+				wr.tm.handle = handle;
+			return err;
+		}
+	}
+	return ENOMEM; // every handle is in use: the list is full
+}
+
+} // namespace
+
+int post_srq_ops(ibv_srq *ibsrq, ibv_ops_wr *wr, ibv_ops_wr **bad_wr) noexcept
+{
+	Srq &srq = *to_srnic_srq(ibsrq);
+	for (; wr; wr = wr->next) {
+		int err = EINVAL;
+		TmOpCmd cmd = {};
+		cmd.op.flags = static_cast<uint8_t>(wr->flags);
+		cmd.op.unexpected_cnt = wr->tm.unexpected_cnt;
+		cmd.op.wr_id = wr->wr_id;
+		if (!srq.tm_max_tags || (wr->flags & ~(IBV_OPS_SIGNALED | IBV_OPS_TM_SYNC))) {
+			err = EINVAL;
+		} else if (wr->opcode == IBV_WR_TAG_ADD) {
+			cmd.op.opcode = SRNIC_TM_OP_ADD;
+			err = add_tag(srq, *wr, cmd);
+		} else if (wr->opcode == IBV_WR_TAG_DEL || wr->opcode == IBV_WR_TAG_SYNC) {
+			cmd.op.opcode = wr->opcode == IBV_WR_TAG_DEL ? SRNIC_TM_OP_DEL : SRNIC_TM_OP_SYNC;
+			cmd.op.handle = wr->opcode == IBV_WR_TAG_DEL ? wr->tm.handle : 0;
+			err = send_tm_op(ibsrq, cmd);
+		}
+		if (err) {
+			*bad_wr = wr;
+			return err;
+		}
+	}
+	return 0;
 }
 
 int query_srq(ibv_srq *ibsrq, ibv_srq_attr *attr) noexcept

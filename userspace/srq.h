@@ -16,6 +16,7 @@
 
 #include <rdma/srnic-abi.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -30,6 +31,10 @@ struct Srq {
 	SpinLock lock;			// posting threads
 	uint32_t max_sge = 0;
 	uint32_t srqn = 0;
+	// A tag-matching SRQ: its list's size (0 for others), and the handle
+	// the next IBV_WR_TAG_ADD tries first (the kernel refuses one in use).
+	uint32_t tm_max_tags = 0;
+	std::atomic<uint32_t> tm_next_handle{0};
 };
 
 [[nodiscard]] inline Srq *to_srnic_srq(ibv_srq *ibsrq) noexcept
@@ -72,8 +77,8 @@ inline int post_srq_recv(ibv_srq *ibsrq, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) 
 	return err;
 }
 
-// The create_srq and create_srq_ex verbs (basic and XRC SRQs; tag matching
-// is EOPNOTSUPP); nullptr with errno set on failure.
+// The create_srq and create_srq_ex verbs (basic, XRC and tag-matching
+// SRQs); nullptr with errno set on failure.
 [[nodiscard]] ibv_srq *create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) noexcept;
 [[nodiscard]] ibv_srq *create_srq_ex(ibv_context *ibctx, ibv_srq_init_attr_ex *attr) noexcept;
 
@@ -83,6 +88,11 @@ int get_srq_num(ibv_srq *ibsrq, uint32_t *srq_num) noexcept;
 int modify_srq(ibv_srq *ibsrq, ibv_srq_attr *attr, int attr_mask) noexcept;
 int query_srq(ibv_srq *ibsrq, ibv_srq_attr *attr) noexcept;
 int destroy_srq(ibv_srq *ibsrq) noexcept;
+
+// The post_srq_ops verb of a tag-matching SRQ: each operation is one
+// command (a modify_srq carrying struct srnic_tm_op), in order; an ADD
+// picks a free handle. EINVAL for another SRQ or a malformed operation.
+int post_srq_ops(ibv_srq *ibsrq, ibv_ops_wr *wr, ibv_ops_wr **bad_wr) noexcept;
 
 } // namespace srnic
 

@@ -130,6 +130,26 @@ TEST_F(CqExTest, InvalidatedRkeyReadsThroughImmData)
 	ibv_end_poll(cqx_);
 }
 
+// A tag-matching receive: the opcode, the TM flags and the tag with its
+// app_ctx as the kernel wrote them.
+TEST_F(CqExTest, TagMatchingCompletionReadsTagAndFlags)
+{
+	srnic_cqe c = full_cqe(9);
+	c.opcode = IBV_WC_TM_RECV;
+	c.wc_flags = SRNIC_CQE_TM_MATCH | SRNIC_CQE_TM_DATA_VALID;
+	c.tm_tag = 0x1122334455667788ull;
+	c.tm_priv = 0xabcd;
+	ASSERT_TRUE(kernel_.complete(c));
+	ASSERT_EQ(ibv_start_poll(cqx_, &attr_), 0);
+	EXPECT_EQ(ibv_wc_read_opcode(cqx_), IBV_WC_TM_RECV);
+	EXPECT_EQ(ibv_wc_read_wc_flags(cqx_), unsigned{IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID});
+	ibv_wc_tm_info info = {};
+	ibv_wc_read_tm_info(cqx_, &info);
+	EXPECT_EQ(info.tag, 0x1122334455667788ull);
+	EXPECT_EQ(info.priv, 0xabcdu);
+	ibv_end_poll(cqx_);
+}
+
 TEST_F(CqExTest, StartPollOnEmptyIsEnoentAndUnlocks)
 {
 	EXPECT_EQ(ibv_start_poll(cqx_, &attr_), ENOENT);
@@ -260,10 +280,10 @@ TEST(CqExReaders, OnlyTheRequestedOnes)
 // Refused before any command: the context is never touched (nullptr here).
 TEST(CqExCreate, UnsupportedAttributesAreEopnotsupp)
 {
-	EXPECT_EQ(supported_wc_flags, uint64_t{IBV_WC_STANDARD_FLAGS});
+	EXPECT_EQ(supported_wc_flags,
+		  uint64_t{IBV_WC_STANDARD_FLAGS} | uint64_t{IBV_WC_EX_WITH_TM_INFO});
 	for (uint64_t flag : {uint64_t{IBV_WC_EX_WITH_COMPLETION_TIMESTAMP},
 			      uint64_t{IBV_WC_EX_WITH_CVLAN}, uint64_t{IBV_WC_EX_WITH_FLOW_TAG},
-			      uint64_t{IBV_WC_EX_WITH_TM_INFO},
 			      uint64_t{IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK}}) {
 		ibv_cq_init_attr_ex attr = {};
 		attr.cqe = 4;

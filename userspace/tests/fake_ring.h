@@ -102,7 +102,12 @@ class FakeKernelCq
 			return false;
 
 		auto *cqe = reinterpret_cast<srnic_cqe *>(ring_.entry(producer_));
-		std::memcpy(cqe, &body, offsetof(srnic_cqe, owner));
+		// Everything but the owner byte, as srnic_cq_write_cqe() does.
+		constexpr size_t owner = offsetof(srnic_cqe, owner);
+		std::memcpy(cqe, &body, owner);
+		std::memcpy(reinterpret_cast<std::byte *>(cqe) + owner + 1,
+			    reinterpret_cast<const std::byte *>(&body) + owner + 1,
+			    sizeof(body) - owner - 1);
 		std::atomic_ref<__u8>(cqe->owner)
 			.store(cqe_owner_phase(producer_, ring_.num_entries()),
 			       std::memory_order_release);

@@ -473,6 +473,71 @@ struct srnic_recv_wqe {
 	__u32 reserved1;
 };
 
+/* ---- Tag matching --------------------------------------------------- */
+
+/*
+ * The tag-matching header (IBTA has none: the layout rdma-core's
+ * struct ibv_tmh and mlx5 give it) that begins every message sent to a QP
+ * of a tag-matching SRQ, and the rendezvous header after it in a
+ * SRNIC_TMH_RNDV message (struct ibv_rvh). Big endian on the wire.
+ */
+enum srnic_tmh_opcode {
+	SRNIC_TMH_NO_TAG = 0,	/* IBV_TMH_NO_TAG: not tag matched */
+	SRNIC_TMH_RNDV = 1,	/* IBV_TMH_RNDV: data to READ, then a FIN */
+	SRNIC_TMH_FIN = 2,	/* IBV_TMH_FIN: a rendezvous' data is read */
+	SRNIC_TMH_EAGER = 3,	/* IBV_TMH_EAGER: the data follows */
+};
+
+struct srnic_tmh {
+	__u8 opcode;		/* enum srnic_tmh_opcode */
+	__u8 reserved[3];
+	__be32 app_ctx;
+	__be64 tag;
+};
+
+struct srnic_rvh {
+	__be64 va;
+	__be32 rkey;
+	__be32 len;
+};
+
+/* srnic_tm_op.opcode: the values of libibverbs' enum ibv_ops_wr_opcode */
+enum srnic_tm_opcode {
+	SRNIC_TM_OP_ADD = 0,	/* IBV_WR_TAG_ADD */
+	SRNIC_TM_OP_DEL = 1,	/* IBV_WR_TAG_DEL */
+	SRNIC_TM_OP_SYNC = 2,	/* IBV_WR_TAG_SYNC */
+};
+
+/* srnic_tm_op.flags: the values of libibverbs' enum ibv_ops_flags */
+enum srnic_tm_op_flags {
+	SRNIC_TM_OP_SIGNALED = 1 << 0,	/* IBV_OPS_SIGNALED */
+	SRNIC_TM_OP_SYNC_CNT = 1 << 1,	/* IBV_OPS_TM_SYNC */
+};
+
+/* The most SGEs a tagged buffer has (ibv_tm_caps.max_sge). */
+#define SRNIC_TM_OP_MAX_SGE 4
+
+/*
+ * One operation on a tag-matching SRQ's tag list (ibv_post_srq_ops()),
+ * the driver data of a modify_srq command whose attr_mask is 0, followed
+ * by num_sge (at most SRNIC_TM_OP_MAX_SGE) struct srnic_sge (ADD). The provider picks the handle of an
+ * ADD (a free one: the kernel refuses one in use with EBUSY); DEL names
+ * it. A signaled operation completes on the SRQ's CQ (IBV_WC_TM_ADD,
+ * _DEL, _SYNC) before the command returns.
+ */
+struct srnic_tm_op {
+	__u8 opcode;		/* enum srnic_tm_opcode */
+	__u8 flags;		/* enum srnic_tm_op_flags */
+	__u16 num_sge;
+	__u32 handle;
+	__u32 unexpected_cnt;
+	__u32 reserved;
+	__aligned_u64 wr_id;
+	__aligned_u64 recv_wr_id;
+	__aligned_u64 tag;
+	__aligned_u64 mask;
+};
+
 /* ---- Completion queue entries -------------------------------------- */
 
 /* srnic_cqe.wc_flags: the values of libibverbs' IBV_WC_* flags */
@@ -480,6 +545,23 @@ enum srnic_cqe_flags {
 	SRNIC_CQE_GRH = 1 << 0,		/* IBV_WC_GRH */
 	SRNIC_CQE_WITH_IMM = 1 << 1,	/* IBV_WC_WITH_IMM */
 	SRNIC_CQE_WITH_INV = 1 << 3,	/* IBV_WC_WITH_INV */
+	SRNIC_CQE_TM_SYNC_REQ = 1 << 4,	/* IBV_WC_TM_SYNC_REQ */
+	SRNIC_CQE_TM_MATCH = 1 << 5,	/* IBV_WC_TM_MATCH */
+	SRNIC_CQE_TM_DATA_VALID = 1 << 6, /* IBV_WC_TM_DATA_VALID */
+};
+
+/*
+ * srnic_cqe.opcode of tag matching (the values of libibverbs' enum
+ * ibv_wc_opcode), and srnic_cqe.status of its errors (enum ibv_wc_status)
+ */
+enum srnic_cqe_tm {
+	SRNIC_WC_TM_ERR = 22,		/* IBV_WC_TM_ERR */
+	SRNIC_WC_TM_RNDV_INCOMPLETE = 23, /* IBV_WC_TM_RNDV_INCOMPLETE */
+	SRNIC_WC_TM_ADD = 130,		/* IBV_WC_TM_ADD */
+	SRNIC_WC_TM_DEL = 131,		/* IBV_WC_TM_DEL */
+	SRNIC_WC_TM_SYNC = 132,		/* IBV_WC_TM_SYNC */
+	SRNIC_WC_TM_RECV = 133,		/* IBV_WC_TM_RECV */
+	SRNIC_WC_TM_NO_TAG = 134,	/* IBV_WC_TM_NO_TAG */
 };
 
 /*
@@ -510,7 +592,13 @@ struct srnic_cqe {
 	__u8 reserved0[2];
 	__u8 owner;
 	__aligned_u64 timestamp;
-	__aligned_u64 reserved1[2];
+	/*
+	 * Tag matching (srnic_tm_op): the tag and the TMH's app_ctx of a
+	 * message that matched a posted tag (SRNIC_CQE_TM_MATCH), else 0.
+	 */
+	__aligned_u64 tm_tag;
+	__u32 tm_priv;
+	__u32 reserved1;
 };
 
 #ifdef __cplusplus
@@ -532,6 +620,9 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_resp, 72);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_rss_qp_req, 64);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_tmh, 16);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_rvh, 16);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_tm_op, 48);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_wq_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_wq_resp, 32);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_resp, 40);
