@@ -90,7 +90,8 @@ PLATFORM_SUITES ?= tests/test_device.py tests/test_odp.py tests/test_cq.py \
 	tests/test_ecn_interop.py tests/test_selective_repeat.py tests/test_qp_scale.py \
 	tests/test_libfabric_ucx.py tests/test_trace.py tests/test_man.py \
 	tests/test_rdma_resource.py tests/test_qp_counters.py tests/test_capture.py \
-	tests/test_dmabuf_mr.py tests/test_raw_packet.py tests/test_tag_matching.py
+	tests/test_dmabuf_mr.py tests/test_raw_packet.py tests/test_tag_matching.py \
+	tests/test_flush.py
 
 # libFuzzer target over kernel/srnic_wire.c, built with clang from the kernel
 # source through the userspace shim (userspace/fuzz/fuzz_wire.cpp).

@@ -57,6 +57,11 @@ probe MODULE_IMPORT_NS_STRING linux/module.h 'define MODULE_IMPORT_NS\(ns\)[[:sp
 probe QUERY_PORT_SPEED rdma/ib_verbs.h '\(\*query_port_speed\)\('
 # 7.x: ib_umem_get() became ib_umem_get_va().
 probe IB_UMEM_GET_VA rdma/ib_umem.h 'ib_umem_get_va\('
+# 6.15: the ODP capability bits of ATOMIC WRITE and FLUSH.
+probe ODP_SUPPORT_ATOMIC_WRITE rdma/ib_verbs.h 'IB_ODP_SUPPORT_ATOMIC_WRITE'
+probe ODP_SUPPORT_FLUSH rdma/ib_verbs.h 'IB_ODP_SUPPORT_FLUSH'
+# 6.2: MR access flags for FLUSH (ib_check_mr_access() lets them through).
+probe ACCESS_FLUSH_GLOBAL rdma/ib_verbs.h 'IB_ACCESS_FLUSH_GLOBAL[[:space:]]*='
 # 6.15: an ODP umem's pages are an hmm_dma_map of HMM PFNs (map.pfn_list), not a dma_list.
 probe ODP_HMM_DMA_MAP rdma/ib_umem_odp.h 'struct hmm_dma_map[[:space:]]+map;'
 # 7.x: the UDP tunnel helpers take the struct sock.

@@ -416,6 +416,7 @@ int srnic_path_init(struct srnic_path *path, const union ib_gid *sgid,
  * @va: RETH or AtomicETH virtual address
  * @rkey: RETH or AtomicETH R_Key
  * @dma_len: RETH DMA length
+ * @feth: FETH bits (FLUSH: placement type, selectivity level)
  * @swap_add: AtomicETH swap (compare & swap) or add (fetch & add) data
  * @compare: AtomicETH compare data
  * @orig: AtomicAckETH original remote data
@@ -446,6 +447,7 @@ struct srnic_txd {
 	u64 va;
 	u32 rkey;
 	u32 dma_len;
+	u32 feth;
 	u64 swap_add;
 	u64 compare;
 	u64 orig;
@@ -464,6 +466,7 @@ struct srnic_txd {
 };
 
 u8 srnic_tx_req_opcode(unsigned int wr_opcode, bool first, bool last);
+u32 srnic_tx_flush_feth(const struct srnic_send_wqe *wqe);
 void srnic_tx_atomic_txd(const struct srnic_send_wqe *wqe,
 			 struct srnic_txd *txd);
 int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
@@ -547,10 +550,28 @@ static inline bool srnic_wr_is_local(u8 opcode)
 #define SRNIC_WC_ATOMIC_WRITE 9
 #define SRNIC_DEVICE_ATOMIC_WRITE BIT_ULL(40)
 
+/*
+ * FLUSH (IBTA 1.5 Memory Placement Extensions; Linux >= 6.2's IB_WR_FLUSH,
+ * IB_WC_FLUSH, IB_ACCESS_FLUSH_GLOBAL and IB_DEVICE_FLUSH_GLOBAL), under
+ * srnic's own names for the same reason, with the uverbs values. User QPs
+ * only; answered, as a READ of nothing, by one empty READ response.
+ */
+#define SRNIC_WR_FLUSH 14
+#define SRNIC_WC_FLUSH 8
+#define SRNIC_ACCESS_FLUSH_GLOBAL BIT(8)
+#define SRNIC_ACCESS_FLUSH_PERSISTENT BIT(9)
+#define SRNIC_DEVICE_FLUSH_GLOBAL BIT_ULL(38)
+
+/* Is it answered by READ responses (a READ, a FLUSH)? */
+static inline bool srnic_wr_is_read(u8 opcode)
+{
+	return opcode == IB_WR_RDMA_READ || opcode == SRNIC_WR_FLUSH;
+}
+
 /* Does it read a response (READ responses, ATOMIC_ACKNOWLEDGE)? */
 static inline bool srnic_wr_is_rd_atomic(u8 opcode)
 {
-	return opcode == IB_WR_RDMA_READ || srnic_wr_is_atomic(opcode);
+	return srnic_wr_is_read(opcode) || srnic_wr_is_atomic(opcode);
 }
 
 /*
@@ -675,6 +696,8 @@ bool srnic_resp_ooo_ready(struct srnic_qp *qp);
 bool srnic_resp_went_back(struct srnic_qp *qp);
 int srnic_atomic_execute(struct srnic_mr *mr, u64 iova, bool cmp_swap,
 			 u64 swap_add, u64 compare, u64 *orig);
+bool srnic_flush_check(struct srnic_qp *qp, struct srnic_pd *pd, u32 rkey,
+		       u64 va, u32 len, u32 feth);
 int srnic_atomic_write_execute(struct srnic_mr *mr, u64 iova, u64 value);
 
 /*

@@ -51,6 +51,28 @@
 
 /* ---- Backfills: newer interfaces under their own names ------------------ */
 
+/* 6.15: ODP capability bits for ATOMIC WRITE and FLUSH; none before. */
+#ifdef SRNIC_HAVE_ODP_SUPPORT_ATOMIC_WRITE
+#define SRNIC_ODP_SUPPORT_ATOMIC_WRITE IB_ODP_SUPPORT_ATOMIC_WRITE
+#else
+#define SRNIC_ODP_SUPPORT_ATOMIC_WRITE 0
+#endif
+#ifdef SRNIC_HAVE_ODP_SUPPORT_FLUSH
+#define SRNIC_ODP_SUPPORT_FLUSH IB_ODP_SUPPORT_FLUSH
+#else
+#define SRNIC_ODP_SUPPORT_FLUSH 0
+#endif
+
+/*
+ * 6.2: FLUSH. Before, uverbs refuses an MR asking for it, so the device
+ * must not announce it (0 there).
+ */
+#ifdef SRNIC_HAVE_ACCESS_FLUSH_GLOBAL
+#define SRNIC_DEVICE_FLUSH SRNIC_DEVICE_FLUSH_GLOBAL
+#else
+#define SRNIC_DEVICE_FLUSH 0
+#endif
+
 #ifndef SRNIC_HAVE_VM_FLAGS_SET
 /* 6.3 made vma->vm_flags read-only behind these two. */
 static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)

@@ -178,7 +178,7 @@ static int srnic_local_take_tm(struct srnic_qp *qp, struct srnic_qp *dest,
 		len = 0;
 	if (len == sizeof(hdr) &&
 	    ((struct srnic_tmh *)hdr)->opcode == SRNIC_TMH_RNDV &&
-	    !srnic_wq_has_work(qp, srnic_qp_recv_wq(qp)))
+	    !srnic_recv_wq_has_work(qp, srnic_qp_recv_wq(qp)))
 		return -ENOENT;
 	return srnic_tm_take(dest, srq, hdr, len, true, rwqe, m);
 }
@@ -541,7 +541,7 @@ static void srnic_local_capture_answer(struct srnic_qp *qp,
 	} else if (status != IB_WC_SUCCESS) {
 		txd.aeth = srnic_aeth_smsn(SRNIC_AETH_NAK,
 					   srnic_local_nak_code(status), msn);
-	} else if (wqe->opcode == IB_WR_RDMA_READ) {
+	} else if (srnic_wr_is_read(wqe->opcode)) {
 		for (i = 0; i < n; i++) {
 			u8 op = n == 1 ? SRNIC_OP_READ_RESPONSE_ONLY :
 				!i ? SRNIC_OP_READ_RESPONSE_FIRST :
@@ -590,7 +590,7 @@ static void srnic_local_capture(struct srnic_qp *qp, struct srnic_qp *dest,
 	u8 transport = srnic_qp_is_xrc(qp) ? SRNIC_TRANSPORT_XRC :
 		       srnic_qp_acked(qp) ? SRNIC_TRANSPORT_RC :
 					    SRNIC_TRANSPORT_UC;
-	bool read = wqe->opcode == IB_WR_RDMA_READ;
+	bool read = srnic_wr_is_read(wqe->opcode);
 	bool atomic = srnic_wr_is_atomic(wqe->opcode);
 	u32 mtu = srnic_qp_mtu(qp), len = local->len;
 	u32 n = len ? DIV_ROUND_UP(len, mtu) : 1;
@@ -610,6 +610,10 @@ static void srnic_local_capture(struct srnic_qp *qp, struct srnic_qp *dest,
 		txd.va = wqe->rdma.remote_addr;
 		txd.rkey = wqe->rdma.rkey;
 		txd.dma_len = len;
+	}
+	if (wqe->opcode == SRNIC_WR_FLUSH) {
+		txd.dma_len = wqe->flush.length;
+		txd.feth = srnic_tx_flush_feth(wqe);
 	}
 	/* A READ is one request; its responses take its n PSNs. */
 	for (i = 0; i < ((read || atomic) ? 1 : n); i++) {
@@ -704,7 +708,7 @@ enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 			break;
 		/* An RNR must come before any byte is written. */
 		if (wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM &&
-		    !srnic_wq_has_work(dest, srnic_resp_wq(dest, xsrq))) {
+		    !srnic_recv_wq_has_work(dest, srnic_resp_wq(dest, xsrq))) {
 			rnr = true;
 			break;
 		}
@@ -732,6 +736,13 @@ enum srnic_exec srnic_local_execute(struct srnic_qp *qp,
 		break;
 	case SRNIC_WR_ATOMIC_WRITE:
 		*status = srnic_local_atomic_write(dest, xsrq, wqe, local);
+		break;
+	case SRNIC_WR_FLUSH:
+		if (!srnic_flush_check(dest, srnic_resp_pd(dest, xsrq),
+				       wqe->flush.rkey, wqe->flush.remote_addr,
+				       wqe->flush.length,
+				       srnic_tx_flush_feth(wqe)))
+			*status = IB_WC_REM_ACCESS_ERR;
 		break;
 	default:
 		*status = IB_WC_REM_INV_REQ_ERR;

@@ -34,10 +34,13 @@
 /* dma_buf_get() and the CPU mapping of a dma-buf MR (srnic_reg_dmabuf_mr()). */
 MODULE_IMPORT_NS("DMA_BUF");
 
-/* The access flags srnic implements (MW_BIND: srnic_mw.c). */
+/*
+ * The access flags srnic implements (MW_BIND: srnic_mw.c; FLUSH_GLOBAL:
+ * srnic_flush_check(), where ib_core knows the flag).
+ */
 #define SRNIC_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
-			 IB_ACCESS_MW_BIND)
+			 IB_ACCESS_MW_BIND | SRNIC_ACCESS_FLUSH_GLOBAL)
 #define SRNIC_MR_REMOTE_ACCESS (IB_ACCESS_REMOTE_WRITE | \
 				IB_ACCESS_REMOTE_READ | \
 				IB_ACCESS_REMOTE_ATOMIC)

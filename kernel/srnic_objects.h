@@ -1518,6 +1518,25 @@ static inline bool srnic_wq_has_work(struct srnic_qp *qp, struct srnic_wq *wq)
 	return READ_ONCE(wq->ring.ctrl->producer) != READ_ONCE(wq->consumer);
 }
 
+/*
+ * srnic_wq_has_work() of the queue a QP's receive WQEs come from (@wq:
+ * srnic_resp_wq() or srnic_qp_recv_wq()): an SRQ's under its lock, since
+ * modify_srq may replace its ring meanwhile (srnic_srq_resize()).
+ */
+static inline bool srnic_recv_wq_has_work(struct srnic_qp *qp,
+					  struct srnic_wq *wq)
+{
+	unsigned long flags;
+	bool work;
+
+	if (wq == &qp->rq)
+		return srnic_wq_has_work(qp, wq);
+	spin_lock_irqsave(&wq->lock, flags);
+	work = srnic_wq_has_work(qp, wq);
+	spin_unlock_irqrestore(&wq->lock, flags);
+	return work;
+}
+
 /**
  * srnic_qp_get_by_qpn() - find a QP by number and take a reference
  * @sdev: the device

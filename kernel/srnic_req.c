@@ -409,7 +409,7 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.sport = srnic_req_sport(qp, req->send_psn, paths);
 
 		txd.opcode = srnic_tx_req_opcode(rw->opcode, first, last);
-		if (rw->opcode == IB_WR_RDMA_READ) {
+		if (srnic_wr_is_read(rw->opcode)) {
 			/* Responses so far may have had another size. */
 			if (req->read_sgl_index == req->send_index + 1 &&
 			    req->send_psn == req->read_psn)
@@ -419,6 +419,11 @@ static unsigned int srnic_req_send_wqe(struct srnic_qp *qp,
 			txd.dma_len = rw->len - offset;
 			txd.ack_req = true;
 			last = true;
+			/* FLUSH: its range and kind; one empty response. */
+			if (rw->opcode == SRNIC_WR_FLUSH) {
+				txd.dma_len = wqe->flush.length;
+				txd.feth = srnic_tx_flush_feth(wqe);
+			}
 		} else if (srnic_wr_is_atomic(rw->opcode)) {
 			srnic_tx_atomic_txd(wqe, &txd);
 		} else {
@@ -925,7 +930,7 @@ static void srnic_req_ack(struct srnic_qp *qp, u32 psn)
 		if (rw->status != IB_WC_SUCCESS)
 			break;
 		if (srnic_wr_is_rd_atomic(rw->opcode) && !rw->read_done) {
-			expect = rw->opcode == IB_WR_RDMA_READ &&
+			expect = srnic_wr_is_read(rw->opcode) &&
 				 req->read_sgl_index == head + 1 ?
 				 req->read_psn : rw->first_psn;
 			if (srnic_psn_cmp(psn, expect) >= 0) {
@@ -1220,7 +1225,7 @@ static struct srnic_req_wqe *srnic_req_read_of(struct srnic_qp *qp, u32 psn,
 		if (rw->status != IB_WC_SUCCESS ||
 		    srnic_psn_cmp(psn, rw->first_psn) < 0)
 			break;
-		if (rw->opcode != IB_WR_RDMA_READ) {
+		if (!srnic_wr_is_read(rw->opcode)) {
 			if (srnic_wr_is_atomic(rw->opcode) && !rw->read_done)
 				break;
 			continue;	/* acknowledged by this response */
@@ -1305,7 +1310,7 @@ static bool srnic_req_read_keep(struct srnic_qp *qp, struct sk_buff *skb,
 	u64 offset;
 	int err;
 
-	if (hw->opcode != IB_WR_RDMA_READ || hw->read_done) {
+	if (!srnic_wr_is_read(hw->opcode) || hw->read_done) {
 		srnic_req_read_acks_before(qp, pkt->psn);
 		if (!srnic_req_outstanding(qp) ||
 		    READ_ONCE(qp->state) == IB_QPS_ERR)
@@ -1313,7 +1318,7 @@ static bool srnic_req_read_keep(struct srnic_qp *qp, struct sk_buff *skb,
 		head = srnic_req_head(qp);
 		hw = srnic_req_wqe_at(qp, head);
 	}
-	if (hw->opcode != IB_WR_RDMA_READ || hw->status != IB_WC_SUCCESS ||
+	if (!srnic_wr_is_read(hw->opcode) || hw->status != IB_WC_SUCCESS ||
 	    hw->read_done)
 		return false;
 	/* The oldest READ's buffers, loaded again if a run released them. */
@@ -1433,7 +1438,7 @@ static void srnic_req_read_advance(struct srnic_qp *qp)
 				return;
 			continue;
 		}
-		if (rw->opcode != IB_WR_RDMA_READ) {
+		if (!srnic_wr_is_read(rw->opcode)) {
 			/* An atomic the ACK covers: its answer was lost. */
 			if (held && srnic_psn_cmp(req->read_asked_to,
 						  rw->first_psn) <= 0)
@@ -1491,7 +1496,7 @@ static bool srnic_req_read_response(struct srnic_qp *qp, struct sk_buff *skb,
 		return false;
 	index = srnic_req_head(qp);
 	rw = srnic_req_wqe_at(qp, index);
-	if (rw->opcode != IB_WR_RDMA_READ || rw->status != IB_WC_SUCCESS ||
+	if (!srnic_wr_is_read(rw->opcode) || rw->status != IB_WC_SUCCESS ||
 	    srnic_psn_cmp(pkt->psn, rw->first_psn) < 0 ||
 	    srnic_psn_cmp(pkt->psn, rw->last_psn) > 0)
 		return false;

@@ -680,7 +680,7 @@ static enum srnic_resp_verdict srnic_resp_write(struct srnic_qp *qp,
 
 		/* An RNR must come before any byte is written. */
 		if (pkt->immdt &&
-		    !srnic_wq_has_work(qp, srnic_resp_wq(qp, resp->xsrq))) {
+		    !srnic_recv_wq_has_work(qp, srnic_resp_wq(qp, resp->xsrq))) {
 			v = srnic_resp_take_rwqe(qp, NULL, pkt);
 			if (v != SRNIC_RESP_OK)
 				return v;
@@ -749,8 +749,18 @@ static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
 	struct srnic_pd *pd = srnic_resp_pd(qp, resp->xsrq);
 	struct srnic_mr *mr = NULL;
 
-	if (!srnic_resp_op_allowed(qp, IB_ACCESS_REMOTE_READ, NULL))
+	/* A FLUSH: its R_Key checked, answered by one empty response. */
+	if (pkt->feth) {
+		if (!srnic_flush_check(qp, pd, be32_to_cpu(reth->rkey), va,
+				       len,
+				       be32_to_cpu(((const struct srnic_feth *)
+						    (skb->data +
+						     pkt->feth))->bits)))
+			return false;
+		len = 0;
+	} else if (!srnic_resp_op_allowed(qp, IB_ACCESS_REMOTE_READ, NULL)) {
 		return false;
+	}
 	if (len) {
 		mr = srnic_rkey_lookup(qp, pd, be32_to_cpu(reth->rkey),
 				       IB_ACCESS_REMOTE_READ, va, len);
@@ -773,13 +783,61 @@ static bool srnic_resp_start_read(struct srnic_qp *qp, struct sk_buff *skb,
 	return true;
 }
 
+/**
+ * srnic_flush_check() - may a FLUSH request be answered?
+ * @qp: the responder
+ * @pd: the PD its keys are checked against
+ * @rkey: the request's R_Key
+ * @va: the start of its range (level IBV_FLUSH_RANGE)
+ * @len: the range's length
+ * @feth: its FETH bits: the placement type, the selectivity level
+ *
+ * The MR must grant the placement type asked for (IB_ACCESS_FLUSH_GLOBAL,
+ * _PERSISTENT) over the range, or over any of it for level IBV_FLUSH_MR.
+ * What srnic places is globally visible once written, by the CPU's own
+ * stores: a global flush has nothing left to do but order them (a full
+ * barrier). No MR is persistent (srnic announces no
+ * IB_DEVICE_FLUSH_PERSISTENT), so a persistent one is refused.
+ *
+ * Return: true if it may (answered by one empty READ response), false for
+ * a remote access error.
+ */
+bool srnic_flush_check(struct srnic_qp *qp, struct srnic_pd *pd, u32 rkey,
+		       u64 va, u32 len, u32 feth)
+{
+	u32 type = feth & SRNIC_FETH_PLT_MASK;
+	u32 level = (feth & SRNIC_FETH_SEL_MASK) >> SRNIC_FETH_SEL_SHIFT;
+	struct srnic_mr *mr;
+	int access = 0;
+
+	if (!type || (type & ~(SRNIC_FLUSH_GLOBAL | SRNIC_FLUSH_PERSISTENT)) ||
+	    level > SRNIC_FLUSH_MR)
+		return false;
+	if (type & SRNIC_FLUSH_GLOBAL)
+		access |= SRNIC_ACCESS_FLUSH_GLOBAL;
+	if (type & SRNIC_FLUSH_PERSISTENT)
+		access |= SRNIC_ACCESS_FLUSH_PERSISTENT;
+	if (level == SRNIC_FLUSH_MR)
+		mr = srnic_mr_lookup_whole(to_srnic_dev(qp->ibqp.device), rkey,
+					   SRNIC_RKEY, pd, access);
+	else
+		mr = srnic_rkey_lookup(qp, pd, rkey, access, va, len);
+	if (IS_ERR(mr))
+		return false;
+	srnic_mr_put(mr);
+	smp_mb();	/* what was placed before, before the answer */
+	return true;
+}
+
 static enum srnic_resp_verdict srnic_resp_read(struct srnic_qp *qp,
 					       struct sk_buff *skb,
 					       const struct srnic_pkt *pkt)
 {
 	struct srnic_resp *resp = &qp->resp;
 
-	if (!srnic_resp_op_allowed(qp, IB_ACCESS_REMOTE_READ, NULL))
+	/* A FLUSH needs no QP access but its MR's (srnic_flush_check()). */
+	if (!pkt->feth &&
+	    !srnic_resp_op_allowed(qp, IB_ACCESS_REMOTE_READ, NULL))
 		return srnic_resp_fatal(qp, pkt, SRNIC_NAK_INVALID_REQUEST,
 					IB_WC_REM_INV_REQ_ERR);
 	resp->msn++;

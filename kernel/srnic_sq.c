@@ -52,6 +52,7 @@ bool srnic_wqe_opcode_supported(struct srnic_qp *qp, u8 opcode)
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 	case IB_WR_SEND_WITH_INV:
 	case SRNIC_WR_ATOMIC_WRITE:
+	case SRNIC_WR_FLUSH:
 		return srnic_qp_acked(qp);	/* not on UC */
 	default:
 		return false;

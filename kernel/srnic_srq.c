@@ -155,13 +155,81 @@ err_free_id:
 	return err;
 }
 
+/*
+ * Replace the ring of @srq with one of @max_wr entries (rounded up to a
+ * power of two) holding the WQEs posted and not taken, at their indexes.
+ * A user SRQ's new ring is mapped and its descriptor written to the
+ * address the command names (struct srnic_modify_srq_req). The swap is
+ * under the ring's lock, which every taker and kernel poster holds; the
+ * few lockless readers of an SRQ's ring go through
+ * srnic_recv_wq_has_work(), which takes it too.
+ */
+static int srnic_srq_resize(struct srnic_srq *srq, u32 max_wr,
+			    struct ib_udata *udata)
+{
+	struct srnic_modify_srq_req req = {};
+	struct srnic_wq *rq = &srq->rq;
+	struct srnic_queue_desc desc;
+	struct srnic_queue ring;
+	unsigned long flags;
+	u32 producer, i;
+	int err;
+
+	if (!max_wr || max_wr > SRNIC_MAX_SRQ_WR)
+		return -EINVAL;
+	if (udata) {
+		if (udata->inlen < sizeof(req))
+			return -EOPNOTSUPP;	/* a provider that cannot map it */
+		err = ib_copy_from_udata(&req, udata, sizeof(req));
+		if (err)
+			return err;
+	}
+	err = srnic_queue_init(&ring, roundup_pow_of_two(max_wr),
+			       rq->ring.entry_size);
+	if (err)
+		return err;
+	if (udata) {
+		struct srnic_ucontext *uctx =
+			rdma_udata_to_drv_context(udata, struct srnic_ucontext,
+						  ibuc);
+
+		err = srnic_queue_map(&ring, &uctx->ibuc, &desc);
+		if (!err && copy_to_user(u64_to_user_ptr(req.ring_desc_addr),
+					 &desc, sizeof(desc)))
+			err = -EFAULT;
+		if (err)
+			goto out;
+	}
+
+	spin_lock_irqsave(&rq->lock, flags);
+	producer = srnic_wq_producer(rq, srq->ibsrq.device, "SRQ", srq->srqn);
+	if (producer - rq->consumer > ring.num_entries) {
+		spin_unlock_irqrestore(&rq->lock, flags);
+		err = -EINVAL;	/* the posted WQEs do not fit */
+		goto out;
+	}
+	for (i = rq->consumer; i != producer; i++)
+		memcpy(srnic_queue_entry(&ring, i),
+		       srnic_queue_entry(&rq->ring, i), ring.entry_size);
+	ring.ctrl->producer = producer;
+	ring.ctrl->consumer = rq->consumer;
+	ring.ctrl->flags = 0;
+	swap(rq->ring, ring);
+	rq->max_wr = rq->ring.num_entries;
+	spin_unlock_irqrestore(&rq->lock, flags);
+out:
+	srnic_queue_destroy(&ring);	/* the old one, or the unused new one */
+	return err;
+}
+
 /**
  * srnic_modify_srq() - ib_device_ops.modify_srq
  * @ibsrq: the SRQ
  * @attr: new attributes
  * @mask: IB_SRQ_LIMIT arms the limit (0 disarms it); IB_SRQ_MAX_WR
- *	  (resizing) is EOPNOTSUPP
- * @udata: driver data: none, or for a tag-matching SRQ with @mask 0, one
+ *	  resizes the ring (srnic_srq_resize())
+ * @udata: driver data: none; with IB_SRQ_MAX_WR, struct
+ *	   srnic_modify_srq_req; for a tag-matching SRQ with @mask 0, one
  *	   operation on its tag list (struct srnic_tm_op: srnic_tm_op())
  */
 int srnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
@@ -169,16 +237,20 @@ int srnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 {
 	struct srnic_srq *srq = to_srnic_srq(ibsrq);
 	unsigned long flags;
+	int err;
 
 	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
 		return -EINVAL;
 	if (srq->tm && !mask && udata && udata->inlen)
 		return srnic_tm_op(srq, udata);
-	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+	if (mask & IB_SRQ_MAX_WR) {
+		err = srnic_srq_resize(srq, attr->max_wr, udata);
+		if (err)
+			return err;
+	} else if (udata && udata->inlen &&
+		   !ib_is_udata_cleared(udata, 0, udata->inlen)) {
 		return -EOPNOTSUPP;
-	if (mask & IB_SRQ_MAX_WR)
-		return -EOPNOTSUPP;
+	}
 	if (!(mask & IB_SRQ_LIMIT))
 		return 0;
 	if (attr->srq_limit > srq->rq.max_wr)

@@ -25,9 +25,21 @@ u32 srnic_qp_mtu(struct srnic_qp *qp)
 }
 
 /**
+ * srnic_tx_flush_feth() - the FETH of a FLUSH WQE's request
+ * @wqe: the WQE (SRNIC_WR_FLUSH)
+ */
+u32 srnic_tx_flush_feth(const struct srnic_send_wqe *wqe)
+{
+	return (wqe->flush.type & SRNIC_FETH_PLT_MASK) |
+	       ((wqe->flush.level << SRNIC_FETH_SEL_SHIFT) &
+		SRNIC_FETH_SEL_MASK);
+}
+
+/**
  * srnic_tx_req_opcode() - the BTH opcode of a request packet (RC's
  * transport bits are 0)
- * @wr_opcode: its WQE's opcode (enum ib_wr_opcode, SRNIC_WR_ATOMIC_WRITE)
+ * @wr_opcode: its WQE's opcode (enum ib_wr_opcode, SRNIC_WR_ATOMIC_WRITE,
+ *	       SRNIC_WR_FLUSH)
  * @first: the packet is its message's first
  * @last: and its last
  */
@@ -39,6 +51,8 @@ u8 srnic_tx_req_opcode(unsigned int wr_opcode, bool first, bool last)
 
 	if (wr_opcode == IB_WR_RDMA_READ)
 		return SRNIC_OP_READ_REQUEST;
+	if (wr_opcode == SRNIC_WR_FLUSH)
+		return SRNIC_OP_FLUSH;
 	if (wr_opcode == IB_WR_ATOMIC_CMP_AND_SWP)
 		return SRNIC_OP_CMP_SWAP;
 	if (wr_opcode == IB_WR_ATOMIC_FETCH_AND_ADD)
@@ -246,6 +260,10 @@ int srnic_tx_build(struct srnic_qp *qp, const struct srnic_txd *txd,
 		deth->sqpn = cpu_to_be32(qp->ibqp.qp_num &
 					 SRNIC_DETH_SQPN_QPN_MASK);
 		p += sizeof(*deth);
+	}
+	if (flags & SRNIC_HDR_FETH) {
+		((struct srnic_feth *)p)->bits = cpu_to_be32(txd->feth);
+		p += sizeof(struct srnic_feth);
 	}
 	if (flags & SRNIC_HDR_RETH) {
 		struct srnic_reth *reth = (struct srnic_reth *)p;

@@ -39,6 +39,8 @@ static int srnic_query_device(struct ib_device *ibdev,
 	attr->max_mw = SRNIC_MAX_MW;
 	attr->device_cap_flags = IB_DEVICE_MEM_WINDOW |
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B | IB_DEVICE_XRC;
+	/* modify_srq's IB_SRQ_MAX_WR (srnic_srq_resize()). */
+	attr->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
 	/*
 	 * Fast registration for kernel QPs (IB_WR_REG_MR, LOCAL_INV and SEND
 	 * with invalidate of MR keys: srnic_mr_fast_reg()), which the kernel
@@ -51,6 +53,11 @@ static int srnic_query_device(struct ib_device *ibdev,
 	 * uverbs passes device_cap_flags to device_cap_flags_ex whole.
 	 */
 	attr->device_cap_flags |= SRNIC_DEVICE_ATOMIC_WRITE;
+	/*
+	 * FLUSH of global visibility (srnic_flush_check()), where uverbs
+	 * takes MRs that grant it; not persistence: no MR is persistent.
+	 */
+	attr->device_cap_flags |= SRNIC_DEVICE_FLUSH;
 	/*
 	 * Raw packet QPs steered by flows (srnic_raw.c), and RSS: WQs,
 	 * indirection tables and hash QPs (srnic_rss.c).
@@ -103,12 +110,15 @@ static int srnic_query_device(struct ib_device *ibdev,
 	/*
 	 * On-demand paging (srnic_odp.c): explicit and implicit ODP MRs work
 	 * for every operation of every QP type srnic has, since all of them
-	 * reach memory through the same MR copies.
+	 * reach memory through the same MR copies (ATOMIC WRITE through the
+	 * atomics' srnic_atomic_apply(); its bit where the kernel has one).
 	 */
 	if (IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)) {
 		u32 caps = IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
 			   IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
-			   IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
+			   IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV |
+			   SRNIC_ODP_SUPPORT_ATOMIC_WRITE |
+			   SRNIC_ODP_SUPPORT_FLUSH;
 
 		attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
 		attr->odp_caps.general_caps = IB_ODP_SUPPORT |
@@ -128,7 +138,6 @@ static int srnic_query_device(struct ib_device *ibdev,
 		attr->odp_caps.per_transport_caps.xrc_odp_caps =
 			caps & ~IB_ODP_SUPPORT_RECV;
 	}
-	/* No IB_DEVICE_SRQ_RESIZE (modify_srq's IB_SRQ_MAX_WR is EOPNOTSUPP). */
 	return 0;
 }
 

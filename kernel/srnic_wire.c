@@ -28,6 +28,7 @@
 #define ATMACK SRNIC_HDR_ATMACK
 #define IETH SRNIC_HDR_IETH
 #define DETH SRNIC_HDR_DETH
+#define FETH SRNIC_HDR_FETH
 #define RC(op) SRNIC_OPCODE(SRNIC_TRANSPORT_RC, SRNIC_OP_##op)
 #define UC(op) SRNIC_OPCODE(SRNIC_TRANSPORT_UC, SRNIC_OP_##op)
 #define UD(op) SRNIC_OPCODE(SRNIC_TRANSPORT_UD, SRNIC_OP_##op)
@@ -57,6 +58,7 @@ const u32 srnic_opcode_flags[256] = {
 	[RC(SEND_LAST_INV)] = SEND | LAST | IETH,
 	[RC(SEND_ONLY_INV)] = SEND | ONLY | IETH,
 	[RC(ATOMIC_WRITE)] = WRITE_REQ | ONLY | ATOMIC | RETH,
+	[RC(FLUSH)] = REQ | ONLY | READ_REQ | FETH | RETH,
 	[RC(READ_RESPONSE_FIRST)] = READ_RESP | FIRST | AETH,
 	[RC(READ_RESPONSE_MIDDLE)] = READ_RESP,
 	[RC(READ_RESPONSE_LAST)] = READ_RESP | LAST | AETH,
@@ -98,6 +100,7 @@ const u32 srnic_opcode_flags[256] = {
 	[XRC(SEND_LAST_INV)] = XRC_REQ | SEND | LAST | IETH,
 	[XRC(SEND_ONLY_INV)] = XRC_REQ | SEND | ONLY | IETH,
 	[XRC(ATOMIC_WRITE)] = XRC_REQ | WRITE_REQ | ONLY | ATOMIC | RETH,
+	[XRC(FLUSH)] = XRC_REQ | REQ | ONLY | READ_REQ | FETH | RETH,
 	[XRC(READ_RESPONSE_FIRST)] = READ_RESP | FIRST | AETH,
 	[XRC(READ_RESPONSE_MIDDLE)] = READ_RESP,
 	[XRC(READ_RESPONSE_LAST)] = READ_RESP | LAST | AETH,
@@ -126,6 +129,7 @@ const u32 srnic_opcode_flags[256] = {
 #undef ATMACK
 #undef IETH
 #undef DETH
+#undef FETH
 #undef RC
 #undef UC
 #undef UD
@@ -145,6 +149,8 @@ u32 srnic_opcode_hdr_len(u32 flags)
 		len += sizeof(struct srnic_xrceth);
 	if (flags & SRNIC_HDR_DETH)
 		len += sizeof(struct srnic_deth);
+	if (flags & SRNIC_HDR_FETH)
+		len += sizeof(struct srnic_feth);
 	if (flags & SRNIC_HDR_RETH)
 		len += sizeof(struct srnic_reth);
 	if (flags & SRNIC_HDR_ATMETH)
@@ -170,6 +176,8 @@ static void srnic_pkt_set_offsets(struct srnic_pkt *pkt, u32 flags)
 		pkt->xrceth = srnic_opcode_hdr_len(flags & (SRNIC_HDR_XRCETH - 1));
 	if (flags & SRNIC_HDR_DETH)
 		pkt->deth = srnic_opcode_hdr_len(flags & (SRNIC_HDR_DETH - 1));
+	if (flags & SRNIC_HDR_FETH)
+		pkt->feth = srnic_opcode_hdr_len(flags & (SRNIC_HDR_FETH - 1));
 	if (flags & SRNIC_HDR_RETH)
 		pkt->reth = srnic_opcode_hdr_len(flags & (SRNIC_HDR_RETH - 1));
 	if (flags & SRNIC_HDR_ATMETH)

@@ -72,7 +72,25 @@ static inline u32 srnic_bth_psn(const struct srnic_bth *bth)
 
 /* ---- Extended transport headers ------------------------------------- */
 
-/* RDMA Extended Transport Header: WRITE first/only, READ request */
+/*
+ * FLUSH Extended Transport Header (IBTA 1.5 Memory Placement Extensions):
+ * before the RETH of a FLUSH request; its placement type (bits 3:0, the
+ * IBV_FLUSH_GLOBAL and _PERSISTENT bits) and selectivity level (bits 5:4:
+ * 0 the RETH's range, 1 the whole memory region).
+ */
+struct srnic_feth {
+	__be32 bits;
+} __packed;
+
+#define SRNIC_FETH_PLT_MASK 0xf
+#define SRNIC_FETH_SEL_SHIFT 4
+#define SRNIC_FETH_SEL_MASK 0x30
+#define SRNIC_FLUSH_GLOBAL 1	/* IBV_FLUSH_GLOBAL */
+#define SRNIC_FLUSH_PERSISTENT 2	/* IBV_FLUSH_PERSISTENT */
+#define SRNIC_FLUSH_RANGE 0	/* IBV_FLUSH_RANGE */
+#define SRNIC_FLUSH_MR 1	/* IBV_FLUSH_MR */
+
+/* RDMA Extended Transport Header: WRITE first/only, READ request, FLUSH */
 struct srnic_reth {
 	__be64 va;
 	__be32 rkey;
@@ -216,23 +234,24 @@ enum srnic_op {
 enum srnic_opcode_flags {
 	SRNIC_HDR_XRCETH = BIT(0),
 	SRNIC_HDR_DETH = BIT(1),
-	SRNIC_HDR_RETH = BIT(2),
-	SRNIC_HDR_ATMETH = BIT(3),
-	SRNIC_HDR_AETH = BIT(4),
-	SRNIC_HDR_ATMACK = BIT(5),
-	SRNIC_HDR_IMMDT = BIT(6),
-	SRNIC_HDR_IETH = BIT(7),
-	SRNIC_OPF_REQUEST = BIT(8),	/* requester to responder */
-	SRNIC_OPF_RESPONSE = BIT(9),	/* responder to requester */
-	SRNIC_OPF_FIRST = BIT(10),	/* starts a message */
-	SRNIC_OPF_LAST = BIT(11),	/* ends a message */
-	SRNIC_OPF_PAYLOAD = BIT(12),	/* may carry payload */
-	SRNIC_OPF_SEND = BIT(13),	/* consumes a receive WQE */
-	SRNIC_OPF_WRITE = BIT(14),
-	SRNIC_OPF_READ = BIT(15),
-	SRNIC_OPF_ATOMIC = BIT(16),
-	SRNIC_OPF_RECV_WQE = BIT(17),	/* consumes a receive WQE */
-	SRNIC_OPF_CNP = BIT(18),	/* congestion notification */
+	SRNIC_HDR_FETH = BIT(2),
+	SRNIC_HDR_RETH = BIT(3),
+	SRNIC_HDR_ATMETH = BIT(4),
+	SRNIC_HDR_AETH = BIT(5),
+	SRNIC_HDR_ATMACK = BIT(6),
+	SRNIC_HDR_IMMDT = BIT(7),
+	SRNIC_HDR_IETH = BIT(8),
+	SRNIC_OPF_REQUEST = BIT(9),	/* requester to responder */
+	SRNIC_OPF_RESPONSE = BIT(10),	/* responder to requester */
+	SRNIC_OPF_FIRST = BIT(11),	/* starts a message */
+	SRNIC_OPF_LAST = BIT(12),	/* ends a message */
+	SRNIC_OPF_PAYLOAD = BIT(13),	/* may carry payload */
+	SRNIC_OPF_SEND = BIT(14),	/* consumes a receive WQE */
+	SRNIC_OPF_WRITE = BIT(15),
+	SRNIC_OPF_READ = BIT(16),	/* answered by READ responses */
+	SRNIC_OPF_ATOMIC = BIT(17),
+	SRNIC_OPF_RECV_WQE = BIT(18),	/* consumes a receive WQE */
+	SRNIC_OPF_CNP = BIT(19),	/* congestion notification */
 };
 
 /*
@@ -267,6 +286,7 @@ u32 srnic_opcode_hdr_len(u32 flags);
  * @ieth: offset of the IETH
  * @deth: offset of the DETH
  * @xrceth: offset of the XRCETH
+ * @feth: offset of the FETH
  */
 struct srnic_pkt {
 	u8 opcode;
@@ -281,7 +301,7 @@ struct srnic_pkt {
 	u32 psn;
 	u32 hdr_len;
 	u32 payload_len;
-	u8 reth, aeth, atmeth, atmack, immdt, ieth, deth, xrceth;
+	u8 reth, aeth, atmeth, atmack, immdt, ieth, deth, xrceth, feth;
 };
 
 /* Why srnic_parse_transport() rejected a packet (counted per reason). */

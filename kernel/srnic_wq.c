@@ -29,6 +29,7 @@ static const u8 srnic_send_wc_opcode[] = {
 	[IB_WR_BIND_MW] = IB_WC_BIND_MW,
 	[IB_WR_SEND_WITH_INV] = IB_WC_SEND,
 	[SRNIC_WR_ATOMIC_WRITE] = SRNIC_WC_ATOMIC_WRITE,
+	[SRNIC_WR_FLUSH] = SRNIC_WC_FLUSH,
 	[IB_WR_REG_MR] = IB_WC_REG_MR,
 };
 

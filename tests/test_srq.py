@@ -254,10 +254,55 @@ def test_modify_errnos(topology):
     expect_errno(errno.EINVAL, srq.modify, SrqAttr(srq_limit=max_wr + 1),
                  e.IBV_SRQ_LIMIT)
     if topology.b.kind == "srnic":
-        # No resizing (IB_DEVICE_SRQ_RESIZE is not reported).
-        expect_errno(errno.EOPNOTSUPP, srq.modify,
-                     SrqAttr(max_wr=2 * max_wr), e.IBV_SRQ_MAX_WR)
+        # Resizing: 0 and beyond the device's limit are refused.
+        for bad in (0, ctx.query_device().max_srq_wr + 1):
+            expect_errno(errno.EINVAL, srq.modify, SrqAttr(max_wr=bad),
+                         e.IBV_SRQ_MAX_WR)
+        assert srq.query().max_wr == max_wr
     assert srq.query().srq_limit == 0
+
+
+def test_resize_keeps_posted_wqes(topology):
+    """Grow an SRQ holding posted WQEs (IBV_DEVICE_SRQ_RESIZE): they stay
+    and are taken first, in order; the new room takes more; shrinking below
+    what is posted is EINVAL, to what is posted succeeds. Every message
+    lands in the WQE posted for it."""
+    if topology.b.kind != "srnic":
+        pytest.skip("srnic's resize (rxe's resize is its own)")
+    t = SrqTopo(topology, nqp=1, srq_wr=16)
+    a, b = t.a, t.b
+    assert b.dev_attr.device_cap_flags & e.IBV_DEVICE_SRQ_RESIZE
+    size = 100
+    dst = b.mr(size * 64)
+    for i in range(12):
+        b.srq.post_recv(recv_wr(2000 + i, [sge(dst, i * size, size)]))
+    b.srq.modify(SrqAttr(max_wr=64), e.IBV_SRQ_MAX_WR)
+    assert b.srq.query().max_wr >= 64
+    for i in range(12, 60):
+        b.srq.post_recv(recv_wr(2000 + i, [sge(dst, i * size, size)]))
+    src = a.mr(size * 64)
+    payloads = [message(0, i, size) for i in range(64)]
+
+    def deliver(first, last):
+        """Messages first..last-1, each into the WQE posted for it."""
+        for i in range(first, last):
+            src.write(payloads[i], size, i * size)
+            a.qps[0].post_send(send_wr(i, e.IBV_WR_SEND,
+                                       [sge(src, i * size, size)]))
+        for wc in a.poll(last - first):
+            assert wc.status == e.IBV_WC_SUCCESS, wc_text(wc)
+        got = [wc.wr_id - 2000 for wc in b.poll(last - first)]
+        assert got == list(range(first, last))
+        for i in range(first, last):
+            assert dst.read(size, i * size) == payloads[i]
+
+    deliver(0, 40)
+    # 20 posted and not taken: 16 cannot hold them, 32 can.
+    expect_errno(errno.EINVAL, b.srq.modify, SrqAttr(max_wr=16),
+                 e.IBV_SRQ_MAX_WR)
+    b.srq.modify(SrqAttr(max_wr=32), e.IBV_SRQ_MAX_WR)
+    assert b.srq.query().max_wr == 32
+    deliver(40, 60)
 
 
 def test_qp_with_srq_has_no_rq(topology):

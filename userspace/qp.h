@@ -75,6 +75,14 @@ struct CreateQpResp {
 static_assert(sizeof(CreateQpResp) ==
 	      sizeof(ibv_create_qp_resp_core) + sizeof(srnic_create_qp_resp));
 
+// IBV_WR_FLUSH (rdma-core 45 on; srnic-abi.h's flush WQE), 14 in every
+// version. Only the extended API posts it (wr_flush): an ibv_send_wr has no
+// fields for its type and level, so the opcode tables below leave it out.
+inline constexpr auto srnic_wr_flush = static_cast<ibv_wr_opcode>(14);
+#if SRNIC_RDMA_CORE_MAJOR >= 45
+static_assert(srnic_wr_flush == IBV_WR_FLUSH);
+#endif
+
 // The send opcode tables' size: every IBV_WR_* up to IBV_WR_ATOMIC_WRITE
 // (15, after IBV_WR_DRIVER1).
 inline constexpr size_t send_opcode_count = IBV_WR_ATOMIC_WRITE + 1;

@@ -53,10 +53,10 @@ srnic_send_wqe *current_wqe(Qp &qp) noexcept
 }
 
 // WQEs that take no SGE or inline data from the setters: local operations,
-// and an ATOMIC WRITE (its builder carries its 8 bytes).
+// an ATOMIC WRITE (its builder carries its 8 bytes) and a FLUSH (none).
 [[nodiscard]] bool has_no_payload_setter(unsigned int opcode) noexcept
 {
-	return is_local_op(opcode) || opcode == IBV_WR_ATOMIC_WRITE;
+	return is_local_op(opcode) || opcode == IBV_WR_ATOMIC_WRITE || opcode == srnic_wr_flush;
 }
 
 void end_batch(Qp &qp) noexcept
@@ -192,6 +192,31 @@ void wr_atomic_write(ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
 				   : EINVAL);
 }
 
+#if SRNIC_RDMA_CORE_MAJOR >= 45
+// A FLUSH of [remote_addr, remote_addr + len) (level IBV_FLUSH_RANGE) or of
+// the whole MR (IBV_FLUSH_MR), of the placement type asked for; RC and XRC
+// only, no SGE. The kernel checks the rest (srnic_flush_check()).
+void wr_flush(ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr, size_t len, uint8_t type,
+	      uint8_t level) noexcept
+{
+	Qp &qp = qp_of(qpx);
+	srnic_send_wqe *wqe = begin_wqe(qp, srnic_wr_flush);
+	if (!wqe)
+		return;
+	if (len > UINT32_MAX || !type || (type & ~(IBV_FLUSH_GLOBAL | IBV_FLUSH_PERSISTENT)) ||
+	    level > IBV_FLUSH_MR) {
+		fail(qp, EINVAL);
+		return;
+	}
+	wqe->flush.remote_addr = remote_addr;
+	wqe->flush.rkey = rkey;
+	wqe->flush.length = static_cast<uint32_t>(len);
+	wqe->flush.type = type;
+	wqe->flush.level = level;
+	wqe->num_sge = 0;
+}
+#endif
+
 void wr_set_ud_addr(ibv_qp_ex *qpx, ibv_ah *ah, uint32_t remote_qpn,
 		    uint32_t remote_qkey) noexcept
 {
@@ -302,6 +327,9 @@ constexpr SendOpBuilder send_op_builders[] = {
 	 [](ibv_qp_ex &x) noexcept { x.wr_local_inv = wr_local_inv; }},
 	{IBV_QP_EX_WITH_ATOMIC_WRITE, IBV_WR_ATOMIC_WRITE,
 	 [](ibv_qp_ex &x) noexcept { x.wr_atomic_write = wr_atomic_write; }},
+#if SRNIC_RDMA_CORE_MAJOR >= 45
+	{IBV_QP_EX_WITH_FLUSH, srnic_wr_flush, [](ibv_qp_ex &x) noexcept { x.wr_flush = wr_flush; }},
+#endif
 };
 
 } // namespace
@@ -312,7 +340,8 @@ uint64_t supported_send_ops_flags(ibv_qp_type type) noexcept
 		return 0; // srnic creates no other type
 	uint64_t flags = 0;
 	for (const SendOpBuilder &b : send_op_builders)
-		if (send_opcode_supported(type, b.opcode))
+		if (b.opcode == srnic_wr_flush ? type != IBV_QPT_UD
+					       : send_opcode_supported(type, b.opcode))
 			flags |= b.send_ops_flag;
 	return flags;
 }

@@ -113,8 +113,36 @@ int get_srq_num(ibv_srq *ibsrq, uint32_t *srq_num) noexcept
 
 int modify_srq(ibv_srq *ibsrq, ibv_srq_attr *attr, int attr_mask) noexcept
 {
-	struct ibv_modify_srq cmd = {};
-	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!(attr_mask & IBV_SRQ_MAX_WR)) {
+		struct ibv_modify_srq cmd = {};
+		return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+	}
+
+	// Resizing: the kernel moves what is posted to a new ring and says
+	// where it is mapped; no post may run meanwhile.
+	Srq &srq = *to_srnic_srq(ibsrq);
+	Context *ctx = to_srnic_context(ibsrq->context);
+	SpinGuard guard(srq.lock);
+	ModifySrqCmd cmd = {};
+	srnic_queue_desc desc = {};
+	cmd.driver.ring_desc_addr = reinterpret_cast<uintptr_t>(&desc);
+	int err = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd, sizeof(cmd));
+	if (err)
+		return err;
+
+	RingMapping ring;
+	err = ring.map(*ctx->ring_maps, ibsrq->context->cmd_fd, desc, ctx->limits.queue_ctrl_size,
+		       sizeof(srnic_recv_wqe));
+	if (!err && !recv_caps_fit_ring(attr->max_wr, srq.max_sge, desc))
+		err = EPROTO;
+	if (err) {
+		// The kernel takes WQEs from the new ring already: this SRQ is lost.
+		srnic_err(&ctx->ibv_ctx, "cannot map resized SRQ %u: %d\n", srq.srqn, err);
+		return err;
+	}
+	srq.ring = std::move(ring); // unmaps the old ring
+	srq.rq.emplace(srq.ring.view());
+	return 0;
 }
 
 namespace

@@ -50,6 +50,12 @@ struct CreateSrqCmd {
 };
 static_assert(sizeof(CreateSrqCmd) == sizeof(struct ibv_create_xsrq) + sizeof(srnic_create_srq_req));
 
+struct ModifySrqCmd {
+	struct ibv_modify_srq ibv_cmd;
+	srnic_modify_srq_req driver;
+};
+static_assert(sizeof(ModifySrqCmd) == sizeof(struct ibv_modify_srq) + sizeof(srnic_modify_srq_req));
+
 struct CreateSrqResp {
 	ibv_create_srq_resp_core ibv_resp;
 	srnic_create_srq_resp driver;

@@ -31,6 +31,12 @@ constexpr uint64_t kAtomicOps = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 				IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_ATOMIC_WRITE;
 constexpr uint64_t kMwOps =
 	IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
+// FLUSH (RC and XRC) where libibverbs has it (rdma-core 45 on).
+#if SRNIC_RDMA_CORE_MAJOR >= 45
+constexpr uint64_t kFlushOps = IBV_QP_EX_WITH_FLUSH;
+#else
+constexpr uint64_t kFlushOps = 0;
+#endif
 
 // A QP with its SQ on fake ring memory, ready to send.
 struct FakeQp {
@@ -89,10 +95,10 @@ class QpExTest : public ::testing::Test
 
 TEST(QpExSupport, FlagsFollowTheOpcodeTables)
 {
-	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_RC), kRcOps | kAtomicOps | kMwOps);
+	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_RC), kRcOps | kAtomicOps | kMwOps | kFlushOps);
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_UD), kUdOps);
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_UC), 0u);
-	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_XRC_SEND), kRcOps | kAtomicOps);
+	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_XRC_SEND), kRcOps | kAtomicOps | kFlushOps);
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_XRC_RECV), 0u);
 	// What srnic has no builder for is never offered.
 	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_RC) & IBV_QP_EX_WITH_TSO, 0u);
@@ -544,6 +550,48 @@ TEST_F(QpExTest, AtomicWriteCarriesItsEightBytesInline)
 	EXPECT_FALSE(send_opcode_supported(IBV_QPT_UC, IBV_WR_ATOMIC_WRITE));
 	EXPECT_TRUE(send_opcode_supported(IBV_QPT_XRC_SEND, IBV_WR_ATOMIC_WRITE));
 }
+
+#if SRNIC_RDMA_CORE_MAJOR >= 45
+// ibv_wr_flush writes the range, key, type and level and no SGE; a bad type
+// or level, or a payload setter, fails the batch; RC and XRC have it, UD not.
+TEST_F(QpExTest, FlushCarriesRangeTypeAndLevel)
+{
+	make(IBV_QPT_RC, IBV_QP_EX_WITH_FLUSH);
+	ibv_wr_start(qpx_);
+	qpx_->wr_id = 78;
+	qpx_->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_flush(qpx_, 13, 0x8010, 4096, IBV_FLUSH_GLOBAL, IBV_FLUSH_MR);
+	ASSERT_EQ(ibv_wr_complete(qpx_), 0);
+	const srnic_send_wqe &w = ex_->wqe(0);
+	EXPECT_EQ(w.opcode, IBV_WR_FLUSH);
+	EXPECT_EQ(w.wr_id, 78u);
+	EXPECT_EQ(w.flush.remote_addr, 0x8010u);
+	EXPECT_EQ(w.flush.rkey, 13u);
+	EXPECT_EQ(w.flush.length, 4096u);
+	EXPECT_EQ(w.flush.type, IBV_FLUSH_GLOBAL);
+	EXPECT_EQ(w.flush.level, IBV_FLUSH_MR);
+	EXPECT_EQ(w.num_sge, 0);
+	for (int bad = 0; bad < 4; ++bad) {
+		ibv_wr_start(qpx_);
+		if (bad == 0)
+			ibv_wr_flush(qpx_, 13, 0x8010, 8, 0, IBV_FLUSH_RANGE);
+		else if (bad == 1)
+			ibv_wr_flush(qpx_, 13, 0x8010, 8, 4, IBV_FLUSH_RANGE);
+		else if (bad == 2)
+			ibv_wr_flush(qpx_, 13, 0x8010, 8, IBV_FLUSH_GLOBAL, 2);
+		else {
+			ibv_wr_flush(qpx_, 13, 0x8010, 8, IBV_FLUSH_GLOBAL, IBV_FLUSH_RANGE);
+			ibv_wr_set_sge(qpx_, 5, 0x9000, 8);
+		}
+		EXPECT_EQ(ibv_wr_complete(qpx_), EINVAL) << bad;
+	}
+	EXPECT_EQ(supported_send_ops_flags(IBV_QPT_UD) & IBV_QP_EX_WITH_FLUSH, 0u);
+	EXPECT_NE(supported_send_ops_flags(IBV_QPT_RC) & IBV_QP_EX_WITH_FLUSH, 0u);
+	EXPECT_NE(supported_send_ops_flags(IBV_QPT_XRC_SEND) & IBV_QP_EX_WITH_FLUSH, 0u);
+	// An ibv_send_wr cannot say its type and level.
+	EXPECT_FALSE(send_opcode_supported(IBV_QPT_RC, IBV_WR_FLUSH));
+}
+#endif
 
 // The memory window builders write what post_send writes; a type 1 window
 // (bound by ibv_bind_mw() alone) and payload on a bind fail the batch.

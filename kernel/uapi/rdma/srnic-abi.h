@@ -161,6 +161,17 @@ struct srnic_create_srq_resp {
 	__u32 reserved;
 };
 
+/*
+ * modify_srq with IBV_SRQ_MAX_WR (resizing): its command has no response,
+ * so the kernel writes the new ring's descriptor to ring_desc_addr, a
+ * struct srnic_queue_desc of the caller's (rxe's modify_srq does the
+ * same). The new ring holds the WQEs posted and not taken, at the same
+ * indexes; the provider maps it and posts there from then on.
+ */
+struct srnic_modify_srq_req {
+	__aligned_u64 ring_desc_addr;
+};
+
 /* A work queue (ibv_create_wq, IBV_WQT_RQ): an RQ of its own, for RSS. */
 struct srnic_create_wq_req {
 	__aligned_u64 reserved;
@@ -431,6 +442,20 @@ struct srnic_send_wqe {
 			__u32 reserved;
 		} ud;
 		/*
+		 * IBV_WR_FLUSH (14): make [remote_addr, remote_addr +
+		 * length) of the MR rkey names (level IBV_FLUSH_RANGE), or
+		 * all of it (IBV_FLUSH_MR), globally visible (type
+		 * IBV_FLUSH_GLOBAL) or persistent (IBV_FLUSH_PERSISTENT).
+		 */
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 length;
+			__u8 type;
+			__u8 level;
+			__u8 reserved[6];
+		} flush;
+		/*
 		 * IBV_WR_BIND_MW (type 2, or a type 1 ibv_bind_mw()): bind
 		 * the MW whose current rkey is mw_rkey to [addr, addr +
 		 * length) of the MR mr_lkey, with IBV_ACCESS_* flags
@@ -620,6 +645,7 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_resp, 72);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_rss_qp_req, 64);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_modify_srq_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_tmh, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_rvh, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_tm_op, 48);
