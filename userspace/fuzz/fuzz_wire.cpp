@@ -94,6 +94,7 @@ struct ext_hdr {
 const ext_hdr ext_hdrs[] = {
 	{SRNIC_HDR_XRCETH, sizeof(srnic_xrceth), &srnic_pkt::xrceth},
 	{SRNIC_HDR_DETH, sizeof(srnic_deth), &srnic_pkt::deth},
+	{SRNIC_HDR_FETH, sizeof(srnic_feth), &srnic_pkt::feth},
 	{SRNIC_HDR_RETH, sizeof(srnic_reth), &srnic_pkt::reth},
 	{SRNIC_HDR_ATMETH, sizeof(srnic_atmeth), &srnic_pkt::atmeth},
 	{SRNIC_HDR_AETH, sizeof(srnic_aeth), &srnic_pkt::aeth},
@@ -110,6 +111,8 @@ void read_headers(const uint8_t *lin, const srnic_pkt &pkt)
 {
 	uint64_t acc = 0;
 
+	if (pkt.feth)
+		acc += be32_to_cpu(reinterpret_cast<const srnic_feth *>(lin + pkt.feth)->bits);
 	if (pkt.reth) {
 		auto *h = reinterpret_cast<const srnic_reth *>(lin + pkt.reth);
 		acc += be64_to_cpu(h->va) + be32_to_cpu(h->rkey) + be32_to_cpu(h->dma_len);
