@@ -9,10 +9,13 @@
 #      differs there (PLATFORM_SUITES on PLATFORM_TOPOLOGIES; rdma-core's suite against srnic
 #      only, its rxe side is make check PLATFORM=NAME's), and the packages' install test.
 #
-# One VM at a time: two VMs side by side made each suite take 2 to 3 times as long (a TCG
-# guest wants both cores). What needs no VM (the primary's unit tests, checkpatch, fuzzing
-# and packages; the other platforms' roots, builds, unit tests and packages) runs beside the
-# primary's VM suites at nice 19, on the CPU time the guest leaves idle, and its log is
+# Two VMs at a time, of one vCPU each (SRNIC_VM_LANES=2, scripts/run-vm-suites.sh): a guest
+# running the suites keeps about 1.1 of the 2 cores busy, and two one-vCPU guests side by side
+# take about as long each as one two-vCPU guest alone (two two-vCPU guests slow each other 2 to
+# 3 times). The suites about races between CPUs ("# srnic-vm-run: --smp 2") and those that boot
+# a peer VM run alone. What needs no VM (the primary's unit tests, checkpatch, fuzzing and
+# packages; the other platforms' roots, builds, unit tests and packages) runs beside the
+# primary's VM suites at nice 19, on the CPU time the guests leave idle, and its log is
 # printed when the VM suites are done. The full matrix (every topology, rdma-core's suite
 # against rxe too) is make check PLATFORM=NAME's and make check-all's. Every stage runs even
 # when one before it failed; the summary lists each stage with its time and status, and each
@@ -81,7 +84,7 @@ host_work() {
 stage "$primary: builds" $make --no-print-directory all PLATFORM="$primary" || status=1
 (renice -n 19 -p "$BASHPID" >/dev/null && host_work) >"$bg_log" 2>&1 &
 host_pid=$!
-stage "$primary: VM suites" env SRNIC_TEST_MATRIX=check SRNIC_RDMA_CORE_RXE=0 \
+stage "$primary: VM suites" env SRNIC_TEST_MATRIX=check SRNIC_RDMA_CORE_RXE=0 SRNIC_VM_LANES=2 \
 	$make --no-print-directory vm-test PLATFORM="$primary" || status=1
 stage "host work (waiting for it)" wait "$host_pid"
 cat "$bg_log"
@@ -96,9 +99,9 @@ if bg_ok "$primary"; then
 fi
 for p in $others; do
 	bg_ok "$p" || { status=1; continue; }
-	# Their roots boot in about 20 s, twice the primary's: 14 suites to a boot, two boots.
+	# Their roots boot in about 20 s, twice the primary's: 14 suites to a boot, one per lane.
 	stage "$p: VM suites" env SRNIC_TEST_TOPOLOGIES="$($make -s print-platform-topologies)" \
-		SRNIC_TEST_MATRIX=platform SRNIC_RDMA_CORE_RXE=0 SRNIC_VM_GROUP=14 \
+		SRNIC_TEST_MATRIX=platform SRNIC_RDMA_CORE_RXE=0 SRNIC_VM_GROUP=14 SRNIC_VM_LANES=2 \
 		$make --no-print-directory vm-test PLATFORM="$p" \
 		VM_SUITES="$($make -s --no-print-directory print-platform-suites)" || status=1
 	stage "$p: packages" $make --no-print-directory package-test PLATFORM="$p" || status=1

@@ -25,6 +25,13 @@
 # PYTEST_ADDOPTS (pytest's own, split like a shell: -k 'a or b' works there).
 # SRNIC_VM_SUITE_TIMEOUT is each suite's share of its VM's time limit (seconds; unset, 900 or
 # what the suite's "# srnic-vm-run: --timeout N" line says).
+# SRNIC_VM_LANES=2 runs two groups at once, each VM with one vCPU: a guest running the suites
+# keeps about 1.1 of the host's 2 cores busy, and two one-vCPU guests side by side each take
+# about as long as one two-vCPU guest alone (make check's trixie and sid suites: 808 s side by
+# side, 1769 s one after the other), where two two-vCPU guests slow each other 2 to 3 times
+# (a vCPU holding a guest spinlock descheduled). A group that asks for vCPUs itself
+# ("--smp 2": suites about races between CPUs) or boots a peer ("--peer": two VMs already)
+# runs alone, the other lane waiting. Each group's output is printed when it ends.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
@@ -62,6 +69,8 @@ for suite in "$@"; do
 		[ -n "${SRNIC_VM_SUITE_TIMEOUT:-}" ] || limit=${BASH_REMATCH[2]}
 		opts=$(echo "$opts" | sed -E 's/(^|[[:space:]])--timeout[[:space:]]+[0-9]+//')
 	fi
+	read -r -a words <<<"$opts"
+	opts=${words[*]+"${words[*]}"}
 	key="x$opts"
 	g=${key_groups[$key]:-}
 	if [ -z "$g" ] || [ "$(wc -w <<<"${groups[$g]}")" -ge "$group_size" ]; then
@@ -73,25 +82,67 @@ for suite in "$@"; do
 	group_timeout[g]=$((group_timeout[g] + limit))
 done
 
-for g in "${!groups[@]}"; do
+lanes=${SRNIC_VM_LANES:-1}
+[[ "$lanes" =~ ^[12]$ ]] || { echo "SRNIC_VM_LANES: 1 or 2, got '$lanes'" >&2; exit 2; }
+rm -f "$results"/.group-*.rc "$results"/.group-*.out
+# run_group G: group G's VM; its exit status is the group's.
+run_group() {
+	local g=$1 name=$2 junit=$3 smp_opt=()
+	local -a members suite_opts
 	read -r -a members <<<"${groups[$g]}"
 	read -r -a suite_opts <<<"${group_opts[$g]}"
+	[ "$lanes" = 1 ] || [[ " ${group_opts[$g]} " =~ " --smp "|" --peer " ]] ||
+		smp_opt=(--smp 1)
+	echo "=== VM suites ${members[*]}"
+	# shellcheck disable=SC2086 # SRNIC_PYTEST_ARGS is a word list
+	scripts/vm-run --platform "$platform" --timeout "${group_timeout[$g]}" \
+		--env PYTHONUNBUFFERED=1 --env SRNIC_PLATFORM="$platform" \
+		${pass_env[@]+"${pass_env[@]}"} ${smp_opt[@]+"${smp_opt[@]}"} \
+		${suite_opts[@]+"${suite_opts[@]}"} --results "$results" \
+		--log "$vmlogs/$name.console.log" -- \
+		/usr/bin/python3 -m pytest -v -rs --junitxml="$junit" ${SRNIC_PYTEST_ARGS:-} \
+		"${members[@]}"
+}
+# A group that runs alone beside no other VM.
+alone() { [ "$lanes" = 1 ] || [[ " ${group_opts[$1]} " =~ " --smp "[2-9]|" --peer " ]]; }
+# finish_one: wait for a background group, print its output.
+finish_one() {
+	local done_pid
+	wait -n -p done_pid
+	cat "$results/.group-$done_pid.out"
+	rm -f "$results/.group-$done_pid.out"
+}
+# The groups that run alone go first: the lanes then drain once, at the end.
+order=()
+for g in "${!groups[@]}"; do alone "$g" && order+=("$g"); done
+for g in "${!groups[@]}"; do alone "$g" || order+=("$g"); done
+running=0
+for g in "${order[@]}"; do
+	read -r -a members <<<"${groups[$g]}"
 	name=$(basename "${members[0]}" .py)
 	[ ${#members[@]} = 1 ] || name="$name..$(basename "${members[-1]}" .py)"
 	junit=$results/$name.xml
 	rm -f "$junit"
-	echo "=== VM suites ${members[*]}"
-	# shellcheck disable=SC2086 # SRNIC_PYTEST_ARGS is a word list
-	if ! scripts/vm-run --platform "$platform" --timeout "${group_timeout[$g]}" \
-		--env PYTHONUNBUFFERED=1 --env SRNIC_PLATFORM="$platform" \
-		${pass_env[@]+"${pass_env[@]}"} ${suite_opts[@]+"${suite_opts[@]}"} --results "$results" \
-		--log "$vmlogs/$name.console.log" -- \
-		/usr/bin/python3 -m pytest -v -rs --junitxml="$junit" ${SRNIC_PYTEST_ARGS:-} \
-		"${members[@]}"; then
-		failed_suites+=("${members[@]}")
-	fi
 	# For the totals: which report holds each suite.
 	for suite in "${members[@]}"; do echo "$suite $junit"; done >>"$results/.reports"
+	if alone "$g"; then
+		while [ $running -gt 0 ]; do finish_one; running=$((running - 1)); done
+		run_group "$g" "$name" "$junit" || echo "${members[*]}" >>"$results/.group-$g.rc"
+		continue
+	fi
+	[ $running -lt "$lanes" ] || { finish_one; running=$((running - 1)); }
+	(
+		exec >"$results/.group-$BASHPID.out" 2>&1
+		run_group "$g" "$name" "$junit" || echo "${members[*]}" >>"$results/.group-$g.rc"
+	) &
+	running=$((running + 1))
+done
+while [ $running -gt 0 ]; do finish_one; running=$((running - 1)); done
+for f in "$results"/.group-*.rc; do
+	[ -e "$f" ] || continue
+	read -r -a members <"$f"
+	failed_suites+=("${members[@]}")
+	rm -f "$f"
 done
 
 # Totals over every group's junit report (a group whose VM died has none: its suites count

@@ -323,7 +323,7 @@ vm_module_indexes() {
 # rebuilds), busybox and this file, which holds the init script. Stale images of the same
 # kernel and root are removed.
 vm_initramfs() {
-	local kver=$1 root=$2 cachedir=$3 roothash key img
+	local kver=$1 root=$2 cachedir=$3 roothash key img f
 	roothash=$(printf '%s' "$root" | sha256sum | cut -c 1-8)
 	key=$({
 		stat -L -c '%n %s %Y' "$root/lib/modules/$kver/modules.dep" /bin/busybox
@@ -332,7 +332,10 @@ vm_initramfs() {
 	img="$cachedir/initramfs-$kver-$roothash-$key.cpio"
 	if [ ! -f "$img" ]; then
 		mkdir -p "$cachedir"
-		rm -f "$cachedir/initramfs-$kver-$roothash-"*.cpio
+		# Stale images only: a VM beside this one may be booting from this key's.
+		for f in "$cachedir/initramfs-$kver-$roothash-"*.cpio; do
+			[ "$f" = "$img" ] || rm -f "$f"
+		done
 		echo "vm-run: building $img" >&2
 		vm_build_initramfs "$img" "$kver" "$root"
 	fi

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --smp 2
 """On-demand paging (ODP) MRs through pyverbs over the RC topologies
 (tests/topology.py): IBV_ACCESS_ON_DEMAND MRs pin nothing, and the engine
 faults their pages in when it touches them.

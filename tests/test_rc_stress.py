@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --smp 2
 """RC under packet faults: two srnic devices in two network namespaces over
 a veth pair, with srnic's fault injection (debugfs, kernel/srnic_fault.c)
 dropping, reordering, duplicating and corrupting packets on both ends.

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --smp 2
 """Teardown and object lifetimes under traffic.
 
 Two processes (tests/teardown_peer.py), one per end of the veth-two-netns

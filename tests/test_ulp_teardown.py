@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-# srnic-vm-run: --timeout 600
+# srnic-vm-run: --timeout 600 --smp 2
 """Teardown under kernel ULP traffic: the RDMA device goes while a block
 ULP moves data through it, on one srnic device in init_net, target and
 initiator both on it: NVMe over RDMA (tests/nvme_rdma.py), iSER

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --smp 2
 """uverbs called directly, around the provider, with malformed driver data.
 
 Each case writes a legacy uverbs command (tests/uverbs_raw.py) whose core
