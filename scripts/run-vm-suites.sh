@@ -30,8 +30,9 @@
 # about as long as one two-vCPU guest alone (make check's trixie and sid suites: 808 s side by
 # side, 1769 s one after the other), where two two-vCPU guests slow each other 2 to 3 times
 # (a vCPU holding a guest spinlock descheduled). A group that asks for vCPUs itself
-# ("--smp 2": suites about races between CPUs) or boots a peer ("--peer": two VMs already)
-# runs alone, the other lane waiting. Each group's output is printed when it ends.
+# ("--smp 2": suites about races between CPUs, or measuring what two vCPUs give) or boots a
+# peer ("--peer": two VMs already) runs alone, the other lane waiting. Each group's output is
+# printed when it ends.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd -P)
@@ -48,7 +49,10 @@ mkdir -p "$results"
 scripts/platform version-line "$platform"
 
 failed_suites=()
-rm -f "$results/.reports"
+# This run's bookkeeping (which report holds each suite, each lane's output and failures), its
+# own: another run of the same platform may share $results.
+work=$(mktemp -d "$results/.run.XXXXXX")
+trap 'rm -rf "$work"' EXIT
 pass_env=()
 for var in SRNIC_TEST_DEVICE_KIND SRNIC_TEST_WC_TIMEOUT SRNIC_TEST_TOOL_TIMEOUT \
 	SRNIC_TEST_ACK_TIMEOUT SRNIC_TEST_TOPOLOGIES SRNIC_TEST_MATRIX SRNIC_STRESS_MESSAGES SRNIC_STRESS_ACK_TIMEOUT \
@@ -84,7 +88,6 @@ done
 
 lanes=${SRNIC_VM_LANES:-1}
 [[ "$lanes" =~ ^[12]$ ]] || { echo "SRNIC_VM_LANES: 1 or 2, got '$lanes'" >&2; exit 2; }
-rm -f "$results"/.group-*.rc "$results"/.group-*.out
 # run_group G: group G's VM; its exit status is the group's.
 run_group() {
 	local g=$1 name=$2 junit=$3 smp_opt=()
@@ -109,8 +112,8 @@ alone() { [ "$lanes" = 1 ] || [[ " ${group_opts[$1]} " =~ " --smp "[2-9]|" --pee
 finish_one() {
 	local done_pid
 	wait -n -p done_pid
-	cat "$results/.group-$done_pid.out"
-	rm -f "$results/.group-$done_pid.out"
+	cat "$work/group-$done_pid.out"
+	rm -f "$work/group-$done_pid.out"
 }
 # The groups that run alone go first: the lanes then drain once, at the end.
 order=()
@@ -124,21 +127,21 @@ for g in "${order[@]}"; do
 	junit=$results/$name.xml
 	rm -f "$junit"
 	# For the totals: which report holds each suite.
-	for suite in "${members[@]}"; do echo "$suite $junit"; done >>"$results/.reports"
+	for suite in "${members[@]}"; do echo "$suite $junit"; done >>"$work/reports"
 	if alone "$g"; then
 		while [ $running -gt 0 ]; do finish_one; running=$((running - 1)); done
-		run_group "$g" "$name" "$junit" || echo "${members[*]}" >>"$results/.group-$g.rc"
+		run_group "$g" "$name" "$junit" || echo "${members[*]}" >>"$work/group-$g.rc"
 		continue
 	fi
 	[ $running -lt "$lanes" ] || { finish_one; running=$((running - 1)); }
 	(
-		exec >"$results/.group-$BASHPID.out" 2>&1
-		run_group "$g" "$name" "$junit" || echo "${members[*]}" >>"$results/.group-$g.rc"
+		exec >"$work/group-$BASHPID.out" 2>&1
+		run_group "$g" "$name" "$junit" || echo "${members[*]}" >>"$work/group-$g.rc"
 	) &
 	running=$((running + 1))
 done
 while [ $running -gt 0 ]; do finish_one; running=$((running - 1)); done
-for f in "$results"/.group-*.rc; do
+for f in "$work"/group-*.rc; do
 	[ -e "$f" ] || continue
 	read -r -a members <"$f"
 	failed_suites+=("${members[@]}")
@@ -147,7 +150,7 @@ done
 
 # Totals over every group's junit report (a group whose VM died has none: its suites count
 # as failed).
-/usr/bin/python3 - "$platform" "$results/.reports" <<'PY'
+/usr/bin/python3 - "$platform" "$work/reports" <<'PY'
 import os, sys
 import xml.etree.ElementTree as ET
 platform, reports = sys.argv[1], sys.argv[2]

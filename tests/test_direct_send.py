@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# srnic-vm-run: --smp 2
 """The SEND half of the provider's direct path: a loan. An RC QP connected
 to a QP of the same device borrows the destination's receive queue and
 receive CQ (kernel/srnic_direct.c maps them into the posting process) and
@@ -14,10 +15,13 @@ destination's RQ or CQ again (the poster's own large SENDs, an empty RQ,
 the destination entering the error state, a CQ resize, another QP on the
 CQ) takes the committed work over exactly once.
 """
+import itertools
 
 import pytest
 
 from harness import link_counters, module_param
+from perftools import perftest_argv, run_pair
+from topology import KIND, topology  # noqa: F401 (fixture)
 from test_rc_local import RcEnd, connected_pairs, ex_post, fill, make_devices
 
 pytest.importorskip("pyverbs")
@@ -27,6 +31,7 @@ from pyverbs.wr import SGE, RecvWR, SendWR  # noqa: E402
 from direct_path_peer import post_as_nobody  # noqa: E402
 
 RECV_OFF = 0x8000          # b's receive buffers start here in its MR
+ports = itertools.count(19100)
 
 
 def loans(dev="srnic0"):
@@ -350,3 +355,38 @@ def test_no_loan_of_another_users_queues(pair):
     assert (rc.wr_id, rc.byte_len) == (77, 64)
     assert data == bytes(range(64))
     assert loans() == before, "a loan of another user's queues"
+
+
+@pytest.mark.check_topologies("one-device")
+def test_send_lat_with_a_full_receive_queue(topology, tmp_path):
+    """ib_send_lat posts rx_depth (512) receives and reposts each the
+    moment its completion is polled, more iterations than that: its RQ is
+    full whenever it polls, so a receive completion that shows before the
+    RQ's consumer index moves fails the repost ("Couldn't post recv").
+    On one srnic device the SENDs take the direct path's loans
+    (this suite), whose commit must move that index before the CQE
+    shows, as the engine does. The race is narrow: several runs (with the
+    CQE first, one run in four failed), on two CPUs (the suite's
+    srnic-vm-run line): on one, the two polling tools take turns and 5000
+    round trips take minutes."""
+    if topology.id != "one-device":
+        pytest.skip("the loans are one device's; the wire runs in "
+                    "test_rc_tools.py's test_perftest")
+    before = (link_counters(topology.a)["direct_loans"]
+              if KIND == "srnic" else 0)
+    runs = 8
+    for i in range(runs):
+        port = next(ports)
+        out, _ = run_pair(topology,
+                          perftest_argv("ib_send_lat", topology.a, 64, 5000,
+                                        port),
+                          perftest_argv("ib_send_lat", topology.b, 64, 5000,
+                                        port),
+                          port, tmp_path, f"full-rq-{i}")
+        assert any(line.split()[:2] == ["64", "5000"]
+                   for line in out.splitlines()), out
+    if KIND == "srnic":
+        # Two loans a run (each end sends to the other): the direct path
+        # was the one under test.
+        assert link_counters(topology.a)["direct_loans"] - before == \
+            2 * runs

@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from harness import engine_wakeups, link_counters
+from harness import engine_wakeups
 from perftools import TOOL_TIMEOUT, perftest_argv, run_pair, syscalls_per_post
 from topology import KIND, topology  # noqa: F401 (fixture)
 
@@ -91,38 +91,6 @@ def test_perftest(topology, tool, size, tmp_path):
     # The results table: a line starting with the message size.
     assert any(line.split()[:1] == [str(size)] for line in out.splitlines()), \
         out
-
-
-def test_send_lat_with_a_full_receive_queue(topology, tmp_path):
-    """ib_send_lat posts rx_depth (512) receives and reposts each the
-    moment its completion is polled, more iterations than that: its RQ is
-    full whenever it polls, so a receive completion that shows before the
-    RQ's consumer index moves fails the repost ("Couldn't post recv").
-    On one srnic device the SENDs take the direct path's loans
-    (test_direct_send.py), whose commit must move that index before the
-    CQE shows, as the engine does. The race is narrow: several runs
-    (with the CQE first, one run in four failed)."""
-    if topology.id != "one-device":
-        pytest.skip("the loans are one device's; the wire runs in "
-                    "test_perftest")
-    before = (link_counters(topology.a)["direct_loans"]
-              if KIND == "srnic" else 0)
-    runs = 8
-    for i in range(runs):
-        port = next(ports)
-        out, _ = run_pair(topology,
-                          perftest_argv("ib_send_lat", topology.a, 64, 5000,
-                                        port),
-                          perftest_argv("ib_send_lat", topology.b, 64, 5000,
-                                        port),
-                          port, tmp_path, f"full-rq-{i}")
-        assert any(line.split()[:2] == ["64", "5000"]
-                   for line in out.splitlines()), out
-    if KIND == "srnic":
-        # Two loans a run (each end sends to the other): the direct path
-        # was the one under test.
-        assert link_counters(topology.a)["direct_loans"] - before == \
-            2 * runs
 
 
 # ---- syscalls per post -------------------------------------------------------

@@ -9,12 +9,31 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <sys/mman.h>
 
 namespace srnic::test
 {
+
+// When a two-thread test gives up: kStall without progress (not a fixed time:
+// make check runs the unit tests at nice 19 beside two VMs, where the threads
+// may get little CPU, while a broken protocol makes none at all).
+class StallDeadline
+{
+public:
+	static constexpr std::chrono::seconds kStall{30};
+
+	void progress() noexcept { deadline_ = std::chrono::steady_clock::now() + kStall; }
+	[[nodiscard]] bool passed() const noexcept
+	{
+		return std::chrono::steady_clock::now() > deadline_;
+	}
+
+private:
+	std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::now() + kStall;
+};
 
 // Anonymous, zero-filled, page-aligned memory standing in for a ring the
 // kernel maps: struct srnic_queue_ctrl, padding to ctrl_size, then entries.
