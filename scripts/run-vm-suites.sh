@@ -94,8 +94,8 @@ run_group() {
 	local -a members suite_opts
 	read -r -a members <<<"${groups[$g]}"
 	read -r -a suite_opts <<<"${group_opts[$g]}"
-	[ "$lanes" = 1 ] || [[ " ${group_opts[$g]} " =~ " --smp "|" --peer " ]] ||
-		smp_opt=(--smp 1)
+	# In a lane, one vCPU (a suite's own --smp, later on the line, wins).
+	alone "$g" || smp_opt=(--smp 1)
 	echo "=== VM suites ${members[*]}"
 	# shellcheck disable=SC2086 # SRNIC_PYTEST_ARGS is a word list
 	scripts/vm-run --platform "$platform" --timeout "${group_timeout[$g]}" \
@@ -114,7 +114,9 @@ finish_one() {
 	wait -n -p done_pid
 	cat "$work/group-$done_pid.out"
 	rm -f "$work/group-$done_pid.out"
+	running=$((running - 1))
 }
+drain() { while [ "$running" -gt 0 ]; do finish_one; done; }
 # The groups that run alone go first: the lanes then drain once, at the end.
 order=()
 for g in "${!groups[@]}"; do alone "$g" && order+=("$g"); done
@@ -129,18 +131,18 @@ for g in "${order[@]}"; do
 	# For the totals: which report holds each suite.
 	for suite in "${members[@]}"; do echo "$suite $junit"; done >>"$work/reports"
 	if alone "$g"; then
-		while [ $running -gt 0 ]; do finish_one; running=$((running - 1)); done
+		drain
 		run_group "$g" "$name" "$junit" || echo "${members[*]}" >>"$work/group-$g.rc"
 		continue
 	fi
-	[ $running -lt "$lanes" ] || { finish_one; running=$((running - 1)); }
+	[ $running -lt "$lanes" ] || finish_one
 	(
 		exec >"$work/group-$BASHPID.out" 2>&1
 		run_group "$g" "$name" "$junit" || echo "${members[*]}" >>"$work/group-$g.rc"
 	) &
 	running=$((running + 1))
 done
-while [ $running -gt 0 ]; do finish_one; running=$((running - 1)); done
+drain
 for f in "$work"/group-*.rc; do
 	[ -e "$f" ] || continue
 	read -r -a members <"$f"
