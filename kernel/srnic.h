@@ -654,12 +654,16 @@ bool srnic_datagram_prepare_sleep(struct srnic_engine_task *task);
 void srnic_ud_drain_sq(struct srnic_qp *qp);
 void srnic_ud_drain_pd(struct srnic_dev *sdev, struct ib_pd *pd);
 
-/* srnic_rate.c: the requester's rate limiter (DCQCN's reaction point) */
+/* srnic_rate.c: the requester's rate limiter (DCQCN's reaction point), packet pacing */
 bool srnic_rate_begin_run(struct srnic_qp *qp);
 bool srnic_rate_admit(struct srnic_qp *qp, u32 len);
 void srnic_rate_start(struct srnic_qp *qp);
 void srnic_rate_init(struct srnic_qp *qp);
 void srnic_rate_cleanup(struct srnic_qp *qp);
+int srnic_rate_check_limit(u32 kbps);
+void srnic_rate_set_limit(struct srnic_qp *qp, u32 kbps, u32 burst_bytes);
+bool srnic_rate_pace(struct srnic_qp *qp);
+void srnic_rate_paced(struct srnic_qp *qp, u64 bytes);
 
 /* srnic_req.c: the RC requester over the wire */
 int srnic_req_init(struct srnic_qp *qp);

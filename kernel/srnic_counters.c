@@ -49,6 +49,8 @@ static const struct rdma_stat_desc srnic_counter_descs[] = {
 	[SRNIC_CNT_RP_RATE_DECREASES] = { .name = "rp_rate_decreases" },
 	[SRNIC_CNT_RP_RATE_INCREASES] = { .name = "rp_rate_increases" },
 	[SRNIC_CNT_RP_RATE_WAITS] = { .name = "rp_rate_waits" },
+	/* srnic's own: packet pacing (IB_QP_RATE_LIMIT, srnic_rate.c) */
+	[SRNIC_CNT_TX_PACING_WAITS] = { .name = "tx_pacing_waits" },
 	/* srnic's own: selective repeat (srnic_resp.c, srnic_req.c) */
 	[SRNIC_CNT_RX_OOO_KEPT] = { .name = "rx_out_of_sequence_kept" },
 	[SRNIC_CNT_TX_NAK_SELECTIVE] = { .name = "tx_nak_selective" },

@@ -28,6 +28,13 @@
 #define SRNIC_MAX_UCONTEXT 1024
 #define SRNIC_GID_TABLE_LEN 128
 #define SRNIC_PKEY_TABLE_LEN 1
+/*
+ * Packet pacing (IB_QP_RATE_LIMIT of raw packet QPs), kbit/s: a
+ * high-resolution timer paces down to a packet a second; 100 Gbit/s is more
+ * than a software sender reaches.
+ */
+#define SRNIC_RATE_LIMIT_MIN_KBPS 1U
+#define SRNIC_RATE_LIMIT_MAX_KBPS 100000000U
 #define SRNIC_DEFAULT_PKEY 0xffff
 
 /*

@@ -82,6 +82,7 @@ enum srnic_counter {
 	SRNIC_CNT_RP_RATE_DECREASES,	/* requesters' rate cuts for CNPs */
 	SRNIC_CNT_RP_RATE_INCREASES,	/* their recovery stages */
 	SRNIC_CNT_RP_RATE_WAITS,	/* paced requesters stopped to wait */
+	SRNIC_CNT_TX_PACING_WAITS,	/* packet pacing: sends that waited */
 	SRNIC_CNT_RX_OOO_KEPT,		/* requests ahead kept (selective) */
 	SRNIC_CNT_TX_NAK_SELECTIVE,	/* selective NAKs sent */
 	SRNIC_CNT_RX_NAK_SELECTIVE,	/* selective NAKs received */
@@ -919,6 +920,10 @@ struct srnic_req_wqe {
  * @meter_bytes: bytes sent (headers counted) in the meter's window
  * @meter_start: when that window began (jiffies)
  * @meter_mbps: the rate measured over the last whole window, or 0
+ * @limit_kbps: packet pacing (IB_QP_RATE_LIMIT of a raw packet QP), kbit/s;
+ *		0: none. Written by modify_qp, read by the task.
+ * @burst_bytes: how many bytes a paced QP may send at once after a pause
+ *		 (ibv_qp_rate_limit_attr.max_burst_sz; 0: one packet)
  */
 struct srnic_rate {
 	atomic_t cnps;
@@ -938,6 +943,8 @@ struct srnic_rate {
 	u64 meter_bytes;
 	unsigned long meter_start;
 	u32 meter_mbps;
+	u32 limit_kbps;
+	u32 burst_bytes;
 };
 
 /**

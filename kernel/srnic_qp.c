@@ -447,6 +447,9 @@ static int srnic_qp_check_attrs(const struct ib_qp_attr *attr, int mask)
 		return -EINVAL;
 	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
 		return -EINVAL;
+	if ((mask & IB_QP_RATE_LIMIT) &&
+	    srnic_rate_check_limit(attr->rate_limit))
+		return -EINVAL;
 	if (mask & IB_QP_AV)
 		return srnic_qp_check_av(&attr->ah_attr);
 	return 0;
@@ -520,7 +523,10 @@ static void srnic_qp_update_atomic(struct srnic_qp *qp)
  * @ibqp: the QP
  * @attr: new attributes
  * @mask: which of @attr to apply (enum ib_qp_attr_mask)
- * @udata: driver data; srnic defines none
+ * @udata: driver data: struct srnic_modify_qp_req, or none
+ *
+ * IB_QP_RATE_LIMIT (packet pacing), which ib_core allows on raw packet
+ * QPs in RTS, sets the rate srnic_rate_pace() paces their frames at.
  */
 int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata)
@@ -529,16 +535,33 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	struct net *net = read_pnet(&to_srnic_dev(ibqp->device)->net);
 	struct srnic_atomic_replays *replays = NULL;
 	struct srnic_local_scratch scratch = {};
+	struct srnic_modify_qp_req req = {};
 	enum ib_qp_state cur, new;
 	int local_ifindex = 0;
 	int err;
 
 	/* A hash QP has no states: it receives once it exists (as mlx5's). */
-	if ((mask & ~IB_QP_ATTR_STANDARD_BITS) || qp->rss)
+	if ((mask & ~(IB_QP_ATTR_STANDARD_BITS | IB_QP_RATE_LIMIT)) || qp->rss)
 		return -EOPNOTSUPP;
-	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
-		return -EOPNOTSUPP;
+	/*
+	 * Packet pacing is raw packet QPs' (query_device's packet_pacing_qpts),
+	 * whatever QP types the kernel's state table lets carry the rate.
+	 */
+	if ((mask & IB_QP_RATE_LIMIT) && ibqp->qp_type != IB_QPT_RAW_PACKET)
+		return -EINVAL;
+	if (udata && udata->inlen) {
+		err = ib_copy_from_udata(&req, udata,
+					 min(udata->inlen, sizeof(req)));
+		if (err)
+			return err;
+		err = srnic_udata_check_tail(udata, sizeof(req));
+		if (err)
+			return err;
+		/* A burst size is a rate's. */
+		if (req.reserved ||
+		    (req.burst_bytes && !(mask & IB_QP_RATE_LIMIT)))
+			return -EINVAL;
+	}
 	/* Atomic replay slots for the responder resources, if more. */
 	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) && !srnic_qp_is_datagram(qp) &&
 	    attr->max_dest_rd_atomic <= SRNIC_MAX_RD_ATOMIC) {
@@ -583,6 +606,8 @@ int srnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		replays = NULL;
 	}
 	srnic_qp_store_attrs(qp, attr, mask);
+	if (mask & IB_QP_RATE_LIMIT)
+		srnic_rate_set_limit(qp, attr->rate_limit, req.burst_bytes);
 	if (mask & IB_QP_STATE) {
 		if (new == IB_QPS_RTR && cur != IB_QPS_RTR &&
 		    !srnic_qp_is_datagram(qp)) {

@@ -38,6 +38,14 @@
  * unused time is kept for a burst. Everything but @cnps runs in the QP's
  * task, so the state needs no lock; DCQCN's timers are applied lazily when
  * the requester runs, so an idle QP costs nothing.
+ *
+ * Packet pacing (IB_QP_RATE_LIMIT, which ib_core allows on raw packet QPs:
+ * ibv_modify_qp(), ibv_modify_qp_rate_limit()) paces a QP's frames the same
+ * way at a rate the consumer sets, in kbit/s, each frame by its own length
+ * (so the typical packet size a consumer may name is not needed); after a
+ * pause the QP may send its burst size at once (max_burst_sz; one frame when
+ * 0). srnic_datagram_run() asks srnic_rate_pace() before each send and tells
+ * srnic_rate_paced() what it sent.
  */
 
 #include "srnic.h"
@@ -258,6 +266,17 @@ bool srnic_rate_begin_run(struct srnic_qp *qp)
 	return true;
 }
 
+/* The next packet's time has not come: its timer runs the task then. */
+static void srnic_rate_wait(struct srnic_qp *qp, enum srnic_counter counter)
+{
+	struct srnic_rate *rate = &qp->req.rate;
+
+	rate->waiting = true;
+	hrtimer_start(&rate->timer, ns_to_ktime(rate->next_ns - rate->now),
+		      HRTIMER_MODE_REL);
+	srnic_qp_count(qp, counter);
+}
+
 /**
  * srnic_rate_admit() - may the requester send a packet now?
  * @qp: the QP, from its task, in a run begun by srnic_rate_begin_run()
@@ -273,11 +292,7 @@ bool srnic_rate_admit(struct srnic_qp *qp, u32 len)
 	struct srnic_rate *rate = &qp->req.rate;
 
 	if (rate->mbps && rate->next_ns > rate->now) {
-		rate->waiting = true;
-		hrtimer_start(&rate->timer,
-			      ns_to_ktime(rate->next_ns - rate->now),
-			      HRTIMER_MODE_REL);
-		srnic_qp_count(qp, SRNIC_CNT_RP_RATE_WAITS);
+		srnic_rate_wait(qp, SRNIC_CNT_RP_RATE_WAITS);
 		return false;
 	}
 	/* The meter counts what is sent: a refused packet comes again. */
@@ -328,4 +343,90 @@ void srnic_rate_init(struct srnic_qp *qp)
 void srnic_rate_cleanup(struct srnic_qp *qp)
 {
 	hrtimer_cancel(&qp->req.rate.timer);
+}
+
+/**
+ * srnic_rate_check_limit() - is @kbps a packet pacing rate srnic takes?
+ * @kbps: IB_QP_RATE_LIMIT's rate_limit; 0 turns pacing off
+ *
+ * Return: 0, or -EINVAL outside query_device's qp_rate_limit_min..max.
+ */
+int srnic_rate_check_limit(u32 kbps)
+{
+	if (kbps && (kbps < SRNIC_RATE_LIMIT_MIN_KBPS ||
+		     kbps > SRNIC_RATE_LIMIT_MAX_KBPS))
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * srnic_rate_set_limit() - set a QP's packet pacing
+ * @qp: a raw packet QP, from modify_qp (state_lock held)
+ * @kbps: the rate, checked by srnic_rate_check_limit(); 0: unpaced
+ * @burst_bytes: bytes it may send at once after a pause; 0: one frame
+ *
+ * The QP's task takes the new rate at its next send; a send waiting for
+ * its time under the old rate is run now.
+ */
+void srnic_rate_set_limit(struct srnic_qp *qp, u32 kbps, u32 burst_bytes)
+{
+	struct srnic_rate *rate = &qp->req.rate;
+
+	WRITE_ONCE(rate->burst_bytes, burst_bytes);
+	WRITE_ONCE(rate->limit_kbps, kbps);
+	srnic_engine_task_schedule(&qp->task);
+}
+
+/* Nanoseconds @bytes take at @kbps. */
+static u64 srnic_rate_bytes_ns(u64 bytes, u32 kbps)
+{
+	return div_u64(bytes * BITS_PER_BYTE * USEC_PER_SEC, kbps);
+}
+
+/**
+ * srnic_rate_pace() - may a paced QP send its next frame now?
+ * @qp: a UD or raw packet QP, from its task
+ *
+ * An unpaced QP may. A paced one may when the time its last frame set has
+ * come (time left unused counts up to the QP's burst size); otherwise the
+ * QP waits, its timer running the task then.
+ *
+ * Return: whether the QP may send.
+ */
+bool srnic_rate_pace(struct srnic_qp *qp)
+{
+	struct srnic_rate *rate = &qp->req.rate;
+	u32 kbps = READ_ONCE(rate->limit_kbps);
+	u64 burst_ns;
+
+	if (likely(!kbps)) {
+		rate->waiting = false;
+		return true;
+	}
+	rate->now = ktime_get_ns();
+	if (rate->next_ns > rate->now) {
+		srnic_rate_wait(qp, SRNIC_CNT_TX_PACING_WAITS);
+		return false;
+	}
+	rate->waiting = false;
+	burst_ns = srnic_rate_bytes_ns(READ_ONCE(rate->burst_bytes), kbps);
+	if (rate->next_ns + burst_ns < rate->now)
+		rate->next_ns = rate->now - burst_ns;
+	return true;
+}
+
+/**
+ * srnic_rate_paced() - a paced QP sent a frame
+ * @qp: the QP, from its task, after srnic_rate_pace() let it send
+ * @bytes: the frame's length
+ *
+ * The next frame's time moves on by @bytes at the QP's rate.
+ */
+void srnic_rate_paced(struct srnic_qp *qp, u64 bytes)
+{
+	struct srnic_rate *rate = &qp->req.rate;
+	u32 kbps = READ_ONCE(rate->limit_kbps);
+
+	if (kbps)
+		rate->next_ns += srnic_rate_bytes_ns(bytes, kbps);
 }

@@ -331,8 +331,9 @@ void srnic_ud_drain_pd(struct srnic_dev *sdev, struct ib_pd *pd)
  *
  * A QP in the error state completes what is still posted; in RESET or
  * INIT it drops what arrived. Otherwise a budget of receives, then one of
- * sends, each taken, sent and completed while the QP is in RTS (a failed
- * WQE moves it to the error state, as rxe does).
+ * sends, each taken, sent and completed while the QP is in RTS and its
+ * packet pacing lets it (srnic_rate_pace()); a failed WQE moves it to the
+ * error state, as rxe does.
  *
  * Return: whether work is left for another run.
  */
@@ -370,9 +371,12 @@ bool srnic_datagram_run(struct srnic_qp *qp,
 	more = !skb_queue_empty_lockless(&qp->rxq);
 
 	for (budget = SRNIC_UD_SEND_BUDGET; budget; budget--) {
-		if (READ_ONCE(qp->state) != IB_QPS_RTS || !srnic_req_fetch(qp))
+		if (READ_ONCE(qp->state) != IB_QPS_RTS || !srnic_rate_pace(qp) ||
+		    !srnic_req_fetch(qp))
 			return more;
 		status = send(qp, &len);
+		if (status == IB_WC_SUCCESS)
+			srnic_rate_paced(qp, len);
 		if (!srnic_req_finish(qp, status, len))
 			return more;
 	}
@@ -402,6 +406,7 @@ bool srnic_datagram_has_work(struct srnic_engine_task *task)
 
 	return !skb_queue_empty_lockless(&qp->rxq) ||
 	       (READ_ONCE(qp->state) == IB_QPS_RTS &&
+		!READ_ONCE(qp->req.rate.waiting) &&
 		srnic_wq_has_work(qp, &qp->sq));
 }
 

@@ -22,8 +22,23 @@ static int srnic_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
 			      struct ib_udata *udata)
 {
-	if (udata && (udata->inlen || udata->outlen))
-		return -EINVAL;
+	/* Packet pacing's capabilities, which uverbs' answer does not carry. */
+	struct srnic_query_device_resp resp = {
+		.qp_rate_limit_min = SRNIC_RATE_LIMIT_MIN_KBPS,
+		.qp_rate_limit_max = SRNIC_RATE_LIMIT_MAX_KBPS,
+		.packet_pacing_qpts = BIT(IB_QPT_RAW_PACKET),
+	};
+	int err;
+
+	if (udata) {
+		err = srnic_udata_check_tail(udata, 0);
+		if (err)
+			return err;
+		err = ib_copy_to_udata(udata, &resp,
+				       min(udata->outlen, sizeof(resp)));
+		if (err)
+			return err;
+	}
 
 	memset(attr, 0, sizeof(*attr));
 	/* major.minor.sub in bits 63:32, 31:16, 15:0, as ibv_devinfo decodes */

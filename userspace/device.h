@@ -22,8 +22,9 @@ struct Device {
 	return reinterpret_cast<Device *>(vdev);
 }
 
-// The query_device_ex verb: everything comes from the kernel; only the
-// firmware version string is ours to format.
+// The query_device_ex verb: everything comes from the kernel (packet pacing's
+// capabilities in srnic's driver data); only the firmware version string is
+// ours to format.
 int query_device_ex(ibv_context *ibctx, const ibv_query_device_ex_input *input,
 		    ibv_device_attr_ex *attr, size_t attr_size) noexcept;
 

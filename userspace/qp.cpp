@@ -233,12 +233,29 @@ void discard_qp_cqes(ibv_cq *ibcq, uint32_t qpn) noexcept
 		cq.reader->discard_qp_cqes(qpn);
 }
 
-} // namespace
-
-int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept
+// modify_qp's command: the legacy one, or with IBV_QP_RATE_LIMIT (which only
+// the extended one carries) the extended one with srnic's burst size.
+int modify_qp_cmd(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask, uint32_t burst_bytes) noexcept
 {
-	struct ibv_modify_qp cmd = {};
-	const int err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!(attr_mask & IBV_QP_RATE_LIMIT)) {
+		struct ibv_modify_qp cmd = {};
+		return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	}
+	struct {
+		ibv_modify_qp_ex core;
+		srnic_modify_qp_req driver;
+	} cmd = {};
+	static_assert(offsetof(decltype(cmd), driver) == sizeof(cmd.core));
+	cmd.driver.burst_bytes = burst_bytes;
+	ib_uverbs_ex_modify_qp_resp resp = {};
+	return ibv_cmd_modify_qp_ex(ibqp, attr, attr_mask, &cmd.core, sizeof(cmd), &resp,
+				    sizeof(resp));
+}
+
+int modify_qp_with_burst(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,
+			 uint32_t burst_bytes) noexcept
+{
+	const int err = modify_qp_cmd(ibqp, attr, attr_mask, burst_bytes);
 	if (err)
 		return err;
 	Qp &qp = *to_srnic_qp(ibqp);
@@ -260,6 +277,22 @@ int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept
 		}
 	}
 	return 0;
+}
+
+} // namespace
+
+int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept
+{
+	return modify_qp_with_burst(ibqp, attr, attr_mask, 0);
+}
+
+int modify_qp_rate_limit(ibv_qp *ibqp, ibv_qp_rate_limit_attr *attr) noexcept
+{
+	if (attr->comp_mask)
+		return EINVAL;
+	ibv_qp_attr qp_attr = {};
+	qp_attr.rate_limit = attr->rate_limit;
+	return modify_qp_with_burst(ibqp, &qp_attr, IBV_QP_RATE_LIMIT, attr->max_burst_sz);
 }
 
 int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask, ibv_qp_init_attr *init_attr) noexcept

@@ -487,6 +487,10 @@ int destroy_flow(ibv_flow *flow) noexcept;
 [[nodiscard]] ibv_qp *open_qp(ibv_context *ibctx, ibv_qp_open_attr *attr) noexcept;
 
 int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept;
+// The modify_qp_rate_limit verb: IBV_QP_RATE_LIMIT with a burst size (packet
+// pacing of raw packet QPs). srnic paces each packet by its own length, so
+// typical_pkt_sz is not needed.
+int modify_qp_rate_limit(ibv_qp *ibqp, ibv_qp_rate_limit_attr *attr) noexcept;
 int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,
 	     ibv_qp_init_attr *init_attr) noexcept;
 int destroy_qp(ibv_qp *ibqp) noexcept;

@@ -94,6 +94,7 @@ constinit const verbs_context_ops srnic_context_ops = {
 	.import_mr = srnic::import_mr,
 	.import_pd = srnic::import_pd,
 	.modify_qp = srnic::modify_qp,
+	.modify_qp_rate_limit = srnic::modify_qp_rate_limit,
 	.modify_srq = srnic::modify_srq,
 	.modify_wq = srnic::modify_wq,
 	.open_qp = srnic::open_qp,

@@ -539,6 +539,13 @@ struct ibv_modify_qp {
 	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_modify_qp)];
 };
 
+// The extended modify_qp command, which alone carries IBV_QP_RATE_LIMIT.
+struct ibv_modify_qp_ex {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_ex_modify_qp)];
+};
+
 struct ibv_query_qp {
 	struct ib_uverbs_cmd_hdr hdr;
 	alignas(8) __u8 core_payload[sizeof(struct ib_uverbs_query_qp)];
@@ -623,6 +630,9 @@ int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr, int attr_ma
 		     size_t cmd_size);
 int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		      struct ibv_modify_qp *cmd, size_t cmd_size);
+int ibv_cmd_modify_qp_ex(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+			 struct ibv_modify_qp_ex *cmd, size_t cmd_size,
+			 struct ib_uverbs_ex_modify_qp_resp *resp, size_t resp_size);
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
 // rdma-core 64 added a driver command-buffer chain (PABI 34 has none).
 int ibv_cmd_create_qp_ex2(struct ibv_context *context, struct verbs_qp *qp,

@@ -85,6 +85,9 @@ static_assert(sizeof(struct ibv_create_qp) ==
 	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_create_qp));
 static_assert(sizeof(struct ibv_modify_qp) ==
 	      sizeof(struct ib_uverbs_cmd_hdr) + sizeof(struct ib_uverbs_modify_qp));
+static_assert(sizeof(struct ibv_modify_qp_ex) == sizeof(struct ib_uverbs_cmd_hdr) +
+							 sizeof(struct ib_uverbs_ex_cmd_hdr) +
+							 sizeof(struct ib_uverbs_ex_modify_qp));
 static_assert(sizeof(struct ibv_create_qp_ex) == 88);
 static_assert(sizeof(struct ibv_create_qp_ex) == sizeof(struct ib_uverbs_cmd_hdr) +
 							 sizeof(struct ib_uverbs_ex_cmd_hdr) +

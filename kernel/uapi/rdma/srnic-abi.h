@@ -26,7 +26,7 @@
  * reports it as the device's uverbs ABI version, and libibverbs refuses to
  * bind a provider built for another one.
  */
-#define SRNIC_ABI_VERSION 3
+#define SRNIC_ABI_VERSION 4
 
 /*
  * The sysfs attribute (/sys/class/infiniband/<dev>/srnic_abi_version) that
@@ -105,6 +105,29 @@ struct srnic_create_cq_resp {
 
 struct srnic_create_qp_req {
 	__aligned_u64 reserved;
+};
+
+/*
+ * modify_qp (the extended command, which carries IBV_QP_RATE_LIMIT): with
+ * IBV_QP_RATE_LIMIT, how many bytes a paced QP may send at once after a
+ * pause (ibv_qp_rate_limit_attr.max_burst_sz; 0: one packet). Zero
+ * otherwise.
+ */
+struct srnic_modify_qp_req {
+	__u32 burst_bytes;
+	__u32 reserved;
+};
+
+/*
+ * query_device's answer beyond uverbs' (ibv_query_device_ex()), which does
+ * not carry packet pacing: the rates IBV_QP_RATE_LIMIT takes, in kbit/s,
+ * and the QP types it applies to (1 << IBV_QPT_*).
+ */
+struct srnic_query_device_resp {
+	__u32 qp_rate_limit_min;
+	__u32 qp_rate_limit_max;
+	__u32 packet_pacing_qpts;
+	__u32 reserved;
 };
 
 struct srnic_create_qp_resp {
@@ -643,6 +666,8 @@ SRNIC_ABI_ASSERT_SIZE(struct srnic_create_cq_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_cq_resp, 40);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_qp_resp, 72);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_modify_qp_req, 8);
+SRNIC_ABI_ASSERT_SIZE(struct srnic_query_device_resp, 16);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_rss_qp_req, 64);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_create_srq_req, 8);
 SRNIC_ABI_ASSERT_SIZE(struct srnic_modify_srq_req, 8);
