@@ -331,12 +331,19 @@ def test_destroy_order_refused_while_in_use(qpenv):
 
 
 def test_modify_qp_driver_data(qpenv):
+    """struct srnic_modify_qp_req: a burst size without IBV_QP_RATE_LIMIT
+    or a non-zero reserved field is EINVAL, a non-zero byte past it
+    EOPNOTSUPP (a newer provider's field), zeros are taken; the QP stays
+    as it was after a refusal."""
     c, pd, cq = qpenv
     qp = c.create_qp(pd, cq)
     init = dict(qp_state=INIT, port_num=1, qp_access_flags=ACCESS_ALL)
     mask = QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS
-    assert errno_of(c.modify_qp, qp, mask, driver_in=struct.pack("<Q", 1),
-                    **init) == EOPNOTSUPP
+    for driver_in, err in ((struct.pack("<II", 1, 0), EINVAL),
+                           (struct.pack("<II", 0, 1), EINVAL),
+                           (struct.pack("<IIQ", 0, 0, 1), EOPNOTSUPP)):
+        assert errno_of(c.modify_qp, qp, mask, driver_in=driver_in,
+                        **init) == err, driver_in
     assert qp.state() == 0
     c.modify_qp(qp, mask, driver_in=bytes(16), **init)
     assert qp.state() == INIT
