@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """Where an NVMe over RDMA read spends its time, inside the VM: the kernel's
 function_graph tracer on the functions named (nothing else traced), during
-fio's 128 KiB sequential read (iodepth 16, as make bench's NVMe line) from
-nvme-rdma to nvmet-rdma on one device of DRIVER (srnic or rxe), the
-namespace a null_blk that moves no data; then each function's calls, time
+fio's 128 KiB sequential read (make bench's NVMe line: its sizes, depth and
+null_blk) from nvme-rdma to nvmet-rdma on one device of DRIVER (srnic or
+rxe), the namespace a null_blk that moves no data; then each function's calls, time
 with what it called (inclusive) and without the traced functions it called
 (exclusive), summed over the CPUs, and the CPU time of the busiest threads.
 
@@ -29,12 +29,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+# make bench's NVMe line: its null_blk, block size, depth and size.
+from bench import NULL_BLK, NVME_BS, NVME_IODEPTH, NVME_MIB  # noqa: E402
 import harness  # noqa: E402
 import nvme_rdma  # noqa: E402
 import topology  # noqa: E402
 
 TRACING = "/sys/kernel/tracing"
-NULL_BLK = ["null_blk", "nr_devices=1", "gb=1", "bs=4096", "memory_backed=0"]
 WARMUP_S, TRACE_S = 2, 4
 # " 1) ! 132.746 us  |        } /* srnic_post_send [srnic] */"
 LINE = re.compile(r"^\s*(\d+)\)\s+(?:[+!#*@$]\s+)?(?:([\d.]+) us\s+)?\|\s+(.*)$")
@@ -132,8 +133,9 @@ def main():
         tracing("trace", "")
         fio = subprocess.Popen(
             ["fio", "--name=trace", f"--filename={dev}", "--ioengine=libaio",
-             "--direct=1", "--rw=read", "--bs=128k", "--iodepth=16",
-             "--size=128M", f"--runtime={WARMUP_S + TRACE_S + 2}",
+             "--direct=1", "--rw=read", f"--bs={NVME_BS}",
+             f"--iodepth={NVME_IODEPTH}", f"--size={NVME_MIB}M",
+             f"--runtime={WARMUP_S + TRACE_S + 2}",
              "--time_based"], stdout=subprocess.PIPE, text=True)
         time.sleep(WARMUP_S)
         cpu0 = thread_cpu()
