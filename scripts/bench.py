@@ -49,7 +49,8 @@ The measurements, in this order (see Documentation/performance.rst):
   nvme        the kernel's NVMe over RDMA (tests/nvme_rdma.py) on one
               device in init_net, srnic's then rxe's: fio's sequential
               128 KiB writes, then reads, 15 s each (SRNIC_BENCH_NVME_SECONDS),
-              with the guest's busy CPU-seconds (/proc/stat) per GiB moved;
+              with the guest's busy CPU-seconds (/proc/stat) per GiB moved,
+              in 3 rounds (SRNIC_BENCH_NVME_ROUNDS), a line the median;
               and between two kernels (two VMs of one vCPU each on a QEMU
               stream wire, the target on the peer): srnic to srnic, then
               rxe to rxe, the same fio lines, CPU-seconds of both guests
@@ -180,6 +181,10 @@ NVME_BS = 128 * KiB
 NVME_SECONDS = env_int("SRNIC_BENCH_NVME_SECONDS", 15)
 NVME_MIB = 128
 NVME_IODEPTH = 16
+# Rounds of the one-device NVMe lines (srnic's and rxe's alternating); a
+# line's value is its rounds' median. One 15 s read of rxe's ranged from
+# 29 to 61 MiB/s between boots (performance.rst).
+NVME_ROUNDS = env_int("SRNIC_BENCH_NVME_ROUNDS", 3)
 # Syscalls per post: two runs of N1 and N2 64-byte posts.
 SYSCALL_N1, SYSCALL_N2 = 200, 2200
 PORT_BASE = 18700
@@ -1053,28 +1058,46 @@ class Bench:
         """fio through the kernel's NVMe over RDMA on one device of each
         driver, srnic first, then rxe, for each of NVME_BACKINGS; each in
         init_net, where the ULPs' rdma_cm is, after the perftest setups are
-        gone."""
-        for backing in NVME_BACKINGS:
-            for driver in ("srnic", "rxe"):
-                entries = [{"driver": driver, "rw": rw, "bs": NVME_BS,
-                            "backing": backing, "seconds": NVME_SECONDS,
-                            "iodepth": NVME_IODEPTH, "ok": False}
-                           for rw in NVME_RWS]
-                error = self.out_of_time(
-                    len(NVME_RWS) * (NVME_SECONDS + 30) + 60)
-                if error is None:
-                    try:
-                        self.nvme_runs(driver, entries, backing)
-                    except (AssertionError, OSError,
-                            subprocess.SubprocessError) as err:
-                        error = str(err).splitlines()[0]
-                for e in entries:
-                    if not e["ok"]:
-                        e.setdefault("error", error or "not measured")
-                    self.say(f"{driver} nvme-rdma {backing} {e['rw']} "
-                             f"{size_text(NVME_BS)}: "
-                             f"{e.get('mibps', e.get('error'))}")
-                    self.record("nvme", e)
+        gone. NVME_ROUNDS rounds of all of that, srnic's and rxe's runs
+        alternating; a line's value is the median of its rounds."""
+        results = {}
+        for rnd in range(NVME_ROUNDS):
+            for backing in NVME_BACKINGS:
+                for driver in ("srnic", "rxe"):
+                    runs = [{"rw": rw, "round": rnd, "ok": False}
+                            for rw in NVME_RWS]
+                    error = self.out_of_time(
+                        len(NVME_RWS) * (NVME_SECONDS + 30) + 60)
+                    if error is None:
+                        try:
+                            self.nvme_runs(driver, runs, backing)
+                        except (AssertionError, OSError,
+                                subprocess.SubprocessError) as err:
+                            error = str(err).splitlines()[0]
+                    for run in runs:
+                        if not run["ok"]:
+                            run["error"] = error or "not measured"
+                        self.say(f"{driver} nvme-rdma {backing} {run['rw']} "
+                                 f"{size_text(NVME_BS)} round {rnd + 1}: "
+                                 f"{run.get('mibps', run.get('error'))}")
+                        results.setdefault(
+                            (backing, driver, run["rw"]), []).append(run)
+        for (backing, driver, rw), runs in results.items():
+            e = {"driver": driver, "rw": rw, "bs": NVME_BS,
+                 "backing": backing, "seconds": NVME_SECONDS,
+                 "iodepth": NVME_IODEPTH, "runs": runs}
+            good = [r for r in runs if r["ok"]]
+            for key in ("mibps", "cpu_s_per_gib"):
+                values = [r[key] for r in good if r.get(key) is not None]
+                if values:
+                    e[key] = statistics.median(values)
+            e["ok"] = "mibps" in e
+            errors = [r["error"] for r in runs if not r["ok"]]
+            if errors:
+                e["error"] = errors[0] + (f" ({len(errors)} of {len(runs)} "
+                                          "rounds failed)"
+                                          if len(runs) > 1 else "")
+            self.record("nvme", e)
 
     def nvme_runs(self, driver, entries, backing):
         import tempfile
@@ -1098,7 +1121,8 @@ class Bench:
             dev = nvme_rdma.connect(topo.a.addr)
             for e in entries:
                 nvme_fio(dev, e, self.logs /
-                         f"nvme-{driver}-{backing}-{e['rw']}.json")
+                         f"nvme-{driver}-{backing}-{e['rw']}"
+                         f"-{e.get('round', 0) + 1}.json")
         finally:
             nvme_rdma.disconnect()
             if target:

@@ -23,7 +23,10 @@
 # SRNIC_BENCH_MTU (every veth's MTU, default 9000: RoCE path MTU 4096),
 # SRNIC_BENCH_SECTIONS (a comma list of memcpy, perftest, syscalls, cpu,
 # nvme: only those parts of the one-VM run), SRNIC_BENCH_TWO_KERNELS=0 (no
-# two-kernel run), SRNIC_BENCH_QPERF_SECONDS (qperf rc_lat's -t, default 5).
+# two-kernel run), SRNIC_BENCH_QPERF_SECONDS (qperf rc_lat's -t, default 5),
+# SRNIC_BENCH_NVME_SECONDS (each NVMe fio run's length, default 15),
+# SRNIC_BENCH_NVME_ROUNDS (rounds of the one-device NVMe lines, median kept,
+# default 3).
 #
 # Needs srnic.ko and the provider built (`make`). Everything in build/bench
 # is made afresh by each run. Exit status: 0 when every line was measured,
@@ -98,9 +101,9 @@ for var in SRNIC_BENCH_TOOL_TIMEOUT SRNIC_BENCH_REPEAT SRNIC_BENCH_ITERS_BW_4K \
 	SRNIC_BENCH_ITERS_BW_64K SRNIC_BENCH_ITERS_LAT SRNIC_BENCH_ONLY \
 	SRNIC_BENCH_MTU SRNIC_BENCH_SECTIONS SRNIC_BENCH_QPERF_SECONDS \
 	SRNIC_BENCH_ITERS_CPU_GB SRNIC_BENCH_ITERS_CPU_MSGS SRNIC_BENCH_IDLE_SECONDS \
-	SRNIC_BENCH_LOSS_SECONDS SRNIC_BENCH_INCAST_SECONDS \
-	SRNIC_BENCH_INCAST_MBIT SRNIC_BENCH_INCAST_AQM SRNIC_BENCH_QPSCALE_PAIRS \
-	SRNIC_BENCH_QPSCALE_QPS; do
+	SRNIC_BENCH_LOSS_SECONDS SRNIC_BENCH_NVME_SECONDS SRNIC_BENCH_NVME_ROUNDS \
+	SRNIC_BENCH_INCAST_SECONDS SRNIC_BENCH_INCAST_MBIT SRNIC_BENCH_INCAST_AQM \
+	SRNIC_BENCH_QPSCALE_PAIRS SRNIC_BENCH_QPSCALE_QPS; do
 	if [ -n "${!var:-}" ]; then
 		pass_env+=(--env "$var=${!var}")
 	fi

@@ -4,12 +4,15 @@
 function_graph tracer on the functions named (nothing else traced), during
 fio's 128 KiB sequential read (make bench's NVMe line: its sizes, depth and
 null_blk) from nvme-rdma to nvmet-rdma on one device of DRIVER (srnic or
-rxe), the namespace a null_blk that moves no data; then each function's calls, time
-with what it called (inclusive) and without the traced functions it called
-(exclusive), summed over the CPUs, and the CPU time of the busiest threads.
+rxe), the namespace a null_blk that moves no data (or with
+SRNIC_TRACE_BACKING=file the bench's other namespace, a file in tmpfs);
+then each function's calls, time with what it called (inclusive) and
+without the traced functions it called (exclusive), summed over the CPUs,
+and the CPU time of the busiest threads.
 
 Usage (on the host):
-  scripts/vm-run -- /usr/bin/python3 scripts/nvme-rdma-trace.py DRIVER FUNC,FUNC...
+  scripts/vm-run [--env SRNIC_TRACE_BACKING=file] -- \
+      /usr/bin/python3 scripts/nvme-rdma-trace.py DRIVER FUNC,FUNC...
 e.g. FUNC = srnic_post_send,srnic_local_execute,srnic_sgl_copy,srnic_mr_copy,
 nvme_rdma_queue_rq,nvme_rdma_complete_rq,null_queue_rq. A function that is
 not in the kernel (or inlined) is named and left out.
@@ -23,9 +26,11 @@ cpu-clock samples in these guests land almost all in the idle loop.
 import collections
 import glob
 import os
+import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
@@ -36,6 +41,9 @@ import nvme_rdma  # noqa: E402
 import topology  # noqa: E402
 
 TRACING = "/sys/kernel/tracing"
+# The namespace: "null_blk" (default) or "file" (a file in the VM's tmpfs),
+# make bench's two NVMe backings.
+BACKING = os.environ.get("SRNIC_TRACE_BACKING", "null_blk")
 WARMUP_S, TRACE_S = 2, 4
 # " 1) ! 132.746 us  |        } /* srnic_post_send [srnic] */"
 LINE = re.compile(r"^\s*(\d+)\)\s+(?:[+!#*@$]\s+)?(?:([\d.]+) us\s+)?\|\s+(.*)$")
@@ -119,8 +127,14 @@ def main():
     if not os.path.exists(f"{TRACING}/trace"):
         harness.run("mount", "-t", "tracefs", "nodev", TRACING)
     topo, veth = topology.build("one-device", driver)
-    harness.run("modprobe", *NULL_BLK)
-    target = nvme_rdma.Target(topo.a.addr, "/dev/nullb0")
+    if BACKING == "file":
+        path = nvme_rdma.make_backing_file(
+            pathlib.Path(tempfile.mkdtemp(prefix="srnic-nvmet-")) / "ns1.img",
+            NVME_MIB << 20)
+    else:
+        harness.run("modprobe", *NULL_BLK)
+        path = "/dev/nullb0"
+    target = nvme_rdma.Target(topo.a.addr, path)
     target.start()
     try:
         dev = nvme_rdma.connect(topo.a.addr)
@@ -152,7 +166,10 @@ def main():
     finally:
         nvme_rdma.disconnect()
         target.stop()
-        harness.run("modprobe", "-r", "null_blk", check=False, timeout=60)
+        if BACKING == "file":
+            os.unlink(path)
+        else:
+            harness.run("modprobe", "-r", "null_blk", check=False, timeout=60)
     print(driver, *[ln.strip() for ln in out.splitlines() if "READ:" in ln])
     print(f"{len(found)} functions traced for {TRACE_S} s; seconds summed "
           "over the CPUs:")
