@@ -535,17 +535,21 @@ class Bench:
             self.record("perftest", e)
 
     @staticmethod
-    def summarise(e):
+    def summarise(e, keys=("bw_gbps", "lat_typical_us", "lat_avg_us"),
+                  runs="runs"):
+        """e's value of each of keys: the median over e["runs"] without an
+        error; e["ok"] if one has none; e["error"] the first error, with
+        how many of the runs (named runs in the text) failed."""
         good = [r for r in e["runs"] if "error" not in r]
-        for key in ("bw_gbps", "lat_typical_us", "lat_avg_us"):
-            values = [r[key] for r in good if key in r]
+        for key in keys:
+            values = [r[key] for r in good if r.get(key) is not None]
             if values:
                 e[key] = statistics.median(values)
         e["ok"] = bool(good)
         errors = [r["error"] for r in e["runs"] if "error" in r]
         if errors:
             e["error"] = errors[0] + (f" ({len(errors)} of {len(e['runs'])} "
-                                      f"runs failed)"
+                                      f"{runs} failed)"
                                       if len(e["runs"]) > 1 else "")
 
     def perftest(self, topo, e, rnd):
@@ -1086,52 +1090,28 @@ class Bench:
             e = {"driver": driver, "rw": rw, "bs": NVME_BS,
                  "backing": backing, "seconds": NVME_SECONDS,
                  "iodepth": NVME_IODEPTH, "runs": runs}
-            good = [r for r in runs if r["ok"]]
-            for key in ("mibps", "cpu_s_per_gib"):
-                values = [r[key] for r in good if r.get(key) is not None]
-                if values:
-                    e[key] = statistics.median(values)
-            e["ok"] = "mibps" in e
-            errors = [r["error"] for r in runs if not r["ok"]]
-            if errors:
-                e["error"] = errors[0] + (f" ({len(errors)} of {len(runs)} "
-                                          "rounds failed)"
-                                          if len(runs) > 1 else "")
+            self.summarise(e, ("mibps", "cpu_s_per_gib"), "rounds")
             self.record("nvme", e)
 
     def nvme_runs(self, driver, entries, backing):
-        import tempfile
-
-        import harness
         import nvme_rdma
         import topology as topology_mod
 
         topo, veth = topology_mod.build("one-device", driver)
-        target = None
         try:
-            if backing == "null_blk":
-                harness.run(*(["modprobe"] + NULL_BLK))
-                path = "/dev/nullb0"
-            else:
-                path = nvme_rdma.make_backing_file(
-                    pathlib.Path(tempfile.mkdtemp(prefix="srnic-nvmet-")) /
-                    "ns1.img", NVME_MIB << 20)
-            target = nvme_rdma.Target(topo.a.addr, path)
-            target.start()
-            dev = nvme_rdma.connect(topo.a.addr)
-            for e in entries:
-                nvme_fio(dev, e, self.logs /
-                         f"nvme-{driver}-{backing}-{e['rw']}"
-                         f"-{e.get('round', 0) + 1}.json")
+            with nvme_namespace(backing) as path:
+                target = nvme_rdma.Target(topo.a.addr, path)
+                target.start()
+                try:
+                    dev = nvme_rdma.connect(topo.a.addr)
+                    for e in entries:
+                        nvme_fio(dev, e, self.logs /
+                                 f"nvme-{driver}-{backing}-{e['rw']}"
+                                 f"-{e.get('round', 0) + 1}.json")
+                finally:
+                    nvme_rdma.disconnect()
+                    target.stop()
         finally:
-            nvme_rdma.disconnect()
-            if target:
-                target.stop()
-                if backing == "file":
-                    os.unlink(target.backing)
-            if backing == "null_blk":
-                harness.run("modprobe", "-r", "null_blk", check=False,
-                            timeout=60)
             topology_mod.teardown(topo, veth)
 
     def run(self):
@@ -1172,6 +1152,32 @@ class Bench:
             time.monotonic() - self.start)
         self.save()
         self.say("done")
+
+
+@contextlib.contextmanager
+def nvme_namespace(backing):
+    """The path of a namespace of one of NVME_BACKINGS for nvmet: a new
+    NVME_MIB file in the VM's tmpfs, or null_blk's device; the file is
+    removed, null_blk unloaded, on leaving."""
+    import tempfile
+
+    import harness
+    import nvme_rdma
+
+    if backing == "file":
+        path = nvme_rdma.make_backing_file(
+            pathlib.Path(tempfile.mkdtemp(prefix="srnic-nvmet-")) /
+            "ns1.img", NVME_MIB << 20)
+        try:
+            yield path
+        finally:
+            os.unlink(path)
+        return
+    try:
+        harness.run(*(["modprobe"] + NULL_BLK))
+        yield "/dev/nullb0"
+    finally:
+        harness.run("modprobe", "-r", "null_blk", check=False, timeout=60)
 
 
 def nvme_fio(dev, e, log, busy=None):

@@ -26,16 +26,15 @@ cpu-clock samples in these guests land almost all in the idle loop.
 import collections
 import glob
 import os
-import pathlib
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 # make bench's NVMe line: its null_blk, block size, depth and size.
-from bench import NULL_BLK, NVME_BS, NVME_IODEPTH, NVME_MIB  # noqa: E402
+from bench import (NVME_BS, NVME_IODEPTH, NVME_MIB,  # noqa: E402
+                   nvme_namespace)
 import harness  # noqa: E402
 import nvme_rdma  # noqa: E402
 import topology  # noqa: E402
@@ -127,49 +126,40 @@ def main():
     if not os.path.exists(f"{TRACING}/trace"):
         harness.run("mount", "-t", "tracefs", "nodev", TRACING)
     topo, veth = topology.build("one-device", driver)
-    if BACKING == "file":
-        path = nvme_rdma.make_backing_file(
-            pathlib.Path(tempfile.mkdtemp(prefix="srnic-nvmet-")) / "ns1.img",
-            NVME_MIB << 20)
-    else:
-        harness.run("modprobe", *NULL_BLK)
-        path = "/dev/nullb0"
-    target = nvme_rdma.Target(topo.a.addr, path)
-    target.start()
-    try:
-        dev = nvme_rdma.connect(topo.a.addr)
-        tracing("tracing_on", "0")
-        tracing("current_tracer", "nop")
-        found = set_filter(funcs)
-        tracing("buffer_size_kb", "30000")
-        tracing("current_tracer", "function_graph")
-        tracing("options/funcgraph-tail", "1")
-        tracing("trace", "")
-        fio = subprocess.Popen(
-            ["fio", "--name=trace", f"--filename={dev}", "--ioengine=libaio",
-             "--direct=1", "--rw=read", f"--bs={NVME_BS}",
-             f"--iodepth={NVME_IODEPTH}", f"--size={NVME_MIB}M",
-             f"--runtime={WARMUP_S + TRACE_S + 2}",
-             "--time_based"], stdout=subprocess.PIPE, text=True)
-        time.sleep(WARMUP_S)
-        cpu0 = thread_cpu()
-        tracing("tracing_on", "1")
-        time.sleep(TRACE_S)
-        tracing("tracing_on", "0")
-        cpu1 = thread_cpu()
-        out, _ = fio.communicate(timeout=120)
-        assert fio.returncode == 0, out
-        with open(f"{TRACING}/trace") as f:
-            funcs = summarise(f)
-        tracing("current_tracer", "nop")
-        tracing("set_ftrace_filter", "")
-    finally:
-        nvme_rdma.disconnect()
-        target.stop()
-        if BACKING == "file":
-            os.unlink(path)
-        else:
-            harness.run("modprobe", "-r", "null_blk", check=False, timeout=60)
+    with nvme_namespace(BACKING) as path:
+        target = nvme_rdma.Target(topo.a.addr, path)
+        target.start()
+        try:
+            dev = nvme_rdma.connect(topo.a.addr)
+            tracing("tracing_on", "0")
+            tracing("current_tracer", "nop")
+            found = set_filter(funcs)
+            tracing("buffer_size_kb", "30000")
+            tracing("current_tracer", "function_graph")
+            tracing("options/funcgraph-tail", "1")
+            tracing("trace", "")
+            fio = subprocess.Popen(
+                ["fio", "--name=trace", f"--filename={dev}",
+                 "--ioengine=libaio", "--direct=1", "--rw=read",
+                 f"--bs={NVME_BS}",
+                 f"--iodepth={NVME_IODEPTH}", f"--size={NVME_MIB}M",
+                 f"--runtime={WARMUP_S + TRACE_S + 2}",
+                 "--time_based"], stdout=subprocess.PIPE, text=True)
+            time.sleep(WARMUP_S)
+            cpu0 = thread_cpu()
+            tracing("tracing_on", "1")
+            time.sleep(TRACE_S)
+            tracing("tracing_on", "0")
+            cpu1 = thread_cpu()
+            out, _ = fio.communicate(timeout=120)
+            assert fio.returncode == 0, out
+            with open(f"{TRACING}/trace") as f:
+                funcs = summarise(f)
+            tracing("current_tracer", "nop")
+            tracing("set_ftrace_filter", "")
+        finally:
+            nvme_rdma.disconnect()
+            target.stop()
     print(driver, *[ln.strip() for ln in out.splitlines() if "READ:" in ln])
     print(f"{len(found)} functions traced for {TRACE_S} s; seconds summed "
           "over the CPUs:")
